@@ -1,0 +1,1 @@
+//! sendonce client core.

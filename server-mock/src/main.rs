@@ -1,0 +1,2 @@
+//! server-mock binary.
+fn main() {}
