@@ -1,1 +1,49 @@
-//! sendonce client core.
+//! sendonce: the client core that makes every money transfer safe to retry.
+//!
+//! At confirm the SDK mints an idempotency key and commits the transfer, the key and the exact
+//! request bytes to SQLite before the first byte leaves; a background sender retries with the same
+//! key and bytes, with full-jitter backoff, across restarts, until the server gives a definitive answer.
+//!
+//! ```no_run
+//! use sendonce::{Sdk, SdkConfig, TransferRequest};
+//! # async fn demo() -> Result<(), sendonce::SdkError> {
+//! let config = SdkConfig::builder("https://api.example.com", "/data/app/sendonce.db")
+//!     .access_token("token-from-login")
+//!     .build()?;
+//! let sdk = Sdk::open(config)?; // resumes every unfinished transfer
+//! let request = TransferRequest {
+//!     to_user_id: "u_42".into(),
+//!     amount_minor: 50_000,
+//!     currency: "BDT".into(),
+//!     note: Some("rent".into()),
+//! };
+//! let transfer = sdk.send_transfer(request).await?; // durable before the first byte leaves
+//! let outcome = sdk.wait_for_outcome(&transfer.local_id).await?;
+//! println!("{:?} {:?}", outcome.state, outcome.server_transfer_id);
+//! sdk.close();
+//! # Ok(()) }
+//! ```
+
+mod classify;
+pub mod clock;
+mod composer;
+mod config;
+mod core;
+mod error;
+mod model;
+pub mod netsim;
+pub mod schedule;
+mod sdk;
+mod sender;
+mod store;
+pub mod transport;
+
+pub use crate::classify::{classify, Verdict};
+pub use crate::clock::{Clock, SimClock, SystemClock};
+pub use crate::composer::{Composer, ComposerListener, ComposerState};
+pub use crate::config::{RetryPolicy, SdkConfig, SdkConfigBuilder};
+pub use crate::core::TransferListener;
+pub use crate::error::{Result, SdkError};
+pub use crate::model::{Rejection, Transfer, TransferRequest, TransferState, MAX_AMOUNT_MINOR};
+pub use crate::netsim::{NetsimSettings, NetsimStats, NetworkProfile};
+pub use crate::sdk::Sdk;

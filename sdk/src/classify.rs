@@ -1,0 +1,86 @@
+//! What an answer means for the transfer (DESIGN.md, "Classification of an answer").
+
+use crate::model::Rejection;
+use crate::transport::{HttpResponse, TransportError};
+
+/// The verdict on one attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The money moved (fresh or replayed answer).
+    Succeeded {
+        /// Server's transfer id (None only if a 2xx body was unreadable).
+        server_transfer_id: Option<String>,
+        /// `Idempotent-Replayed: true` was set.
+        replayed: bool,
+    },
+    /// Definitive no; a new attempt would be a new intent.
+    Rejected(Rejection),
+    /// A bug (key reused with another body); never retried.
+    Failed(Rejection),
+    /// Credentials refused; wait for a new token.
+    AuthRequired(String),
+    /// Outcome unknown: retry with the same key and bytes.
+    Retry {
+        /// Server asked for this wait (ms).
+        retry_after_ms: Option<i64>,
+        /// For the UI and logs.
+        error: String,
+    },
+}
+
+/// Classifies a transport result.
+pub fn classify(result: &Result<HttpResponse, TransportError>) -> Verdict {
+    match result {
+        Err(e) => Verdict::Retry { retry_after_ms: None, error: e.to_string() },
+        Ok(response) => classify_response(response),
+    }
+}
+
+fn classify_response(r: &HttpResponse) -> Verdict {
+    let problem = Problem::parse(&r.body);
+    let retry_after_ms = r.header("retry-after").and_then(parse_retry_after);
+    let rejection = || Rejection { code: problem.code.clone(), detail: problem.detail.clone(), http_status: r.status };
+    match r.status {
+        200..=299 => Verdict::Succeeded {
+            server_transfer_id: transfer_id(&r.body),
+            replayed: r.header("idempotent-replayed").is_some_and(|v| v.eq_ignore_ascii_case("true")),
+        },
+        401 | 403 => Verdict::AuthRequired(format!("{} {}", r.status, problem.code)),
+        409 => Verdict::Retry {
+            retry_after_ms: Some(retry_after_ms.unwrap_or(1000)),
+            error: "409 the first attempt is still running on the server".into(),
+        },
+        422 if problem.code == "idempotency_key_reused" => Verdict::Failed(rejection()),
+        408 | 425 | 429 | 500..=599 => {
+            Verdict::Retry { retry_after_ms, error: format!("{} {}", r.status, problem.code).trim().to_string() }
+        }
+        // 402 and every other 4xx are definitive answers about this request.
+        _ => Verdict::Rejected(rejection()),
+    }
+}
+
+/// `Retry-After` in delta-seconds; an HTTP date is treated as absent (the cap then applies).
+fn parse_retry_after(value: &str) -> Option<i64> {
+    value.trim().parse::<u32>().ok().map(|s| s as i64 * 1000)
+}
+
+fn transfer_id(body: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    v.get("transfer_id")?.as_str().map(str::to_owned)
+}
+
+/// The fields of an `application/problem+json` body the SDK uses.
+#[derive(Debug, Default)]
+struct Problem {
+    code: String,
+    detail: String,
+}
+
+impl Problem {
+    fn parse(body: &[u8]) -> Self {
+        let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+        let text = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or_default().to_string();
+        let code = text("code");
+        Problem { code: if code.is_empty() { "unknown".into() } else { code }, detail: text("detail") }
+    }
+}

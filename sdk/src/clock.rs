@@ -1,0 +1,56 @@
+//! Time as the SDK sees it: real, or simulated so a 24-hour horizon passes in seconds.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A source of wall-clock time in milliseconds since the Unix epoch.
+pub trait Clock: Send + Sync + 'static {
+    /// Now, in ms since the epoch.
+    fn now_ms(&self) -> i64;
+    /// Real time to wait for `ms` of this clock's time to pass.
+    fn real_duration(&self, ms: i64) -> Duration;
+}
+
+/// The device's clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    }
+    fn real_duration(&self, ms: i64) -> Duration {
+        Duration::from_millis(ms.max(0) as u64)
+    }
+}
+
+/// A clock that runs `speed` times faster than real time and can jump.
+#[derive(Debug)]
+pub struct SimClock {
+    origin: Instant,
+    origin_ms: i64,
+    speed: f64,
+    jumped_ms: AtomicI64,
+}
+
+impl SimClock {
+    /// A clock starting at `start_ms` running `speed` times faster than real time.
+    pub fn new(start_ms: i64, speed: f64) -> Self {
+        Self { origin: Instant::now(), origin_ms: start_ms, speed: speed.max(1e-3), jumped_ms: AtomicI64::new(0) }
+    }
+
+    /// Moves the clock by `ms` (negative jumps backwards, as a user changing the device time would).
+    pub fn jump(&self, ms: i64) {
+        self.jumped_ms.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for SimClock {
+    fn now_ms(&self) -> i64 {
+        let elapsed = self.origin.elapsed().as_secs_f64() * 1000.0 * self.speed;
+        self.origin_ms + elapsed as i64 + self.jumped_ms.load(Ordering::SeqCst)
+    }
+    fn real_duration(&self, ms: i64) -> Duration {
+        Duration::from_secs_f64(ms.max(0) as f64 / 1000.0 / self.speed)
+    }
+}

@@ -1,0 +1,193 @@
+//! SDK configuration, built with [`SdkConfig::builder`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Result, SdkError};
+use crate::netsim::NetworkProfile;
+
+/// How the sender retries an unknown outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// First backoff step.
+    pub base: Duration,
+    /// Largest delay between two attempts (also clamps `Retry-After`).
+    pub cap: Duration,
+    /// Time after confirmation when the SDK stops sending (must stay below the server's key window).
+    pub give_up_after: Duration,
+    /// Full jitter on (the default); off only to measure what jitter buys.
+    pub jitter: bool,
+    /// Retry budget: retries allowed in a burst.
+    pub budget_burst: u32,
+    /// Retry budget: retries regained per second.
+    pub budget_per_second: f64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            base: Duration::from_millis(500),
+            cap: Duration::from_secs(60),
+            give_up_after: Duration::from_secs(24 * 3600),
+            jitter: true,
+            budget_burst: 20,
+            budget_per_second: 2.0,
+        }
+    }
+}
+
+/// Everything [`crate::Sdk::open`] needs.
+#[derive(Clone)]
+pub struct SdkConfig {
+    /// Server base URL, e.g. `https://api.example.com`.
+    pub base_url: String,
+    /// Path of the SQLite file that holds the transfers.
+    pub db_path: PathBuf,
+    /// Bearer token; can be replaced later with `set_access_token`.
+    pub access_token: Option<String>,
+    /// Retry settings.
+    pub retry: RetryPolicy,
+    /// Time for one whole request.
+    pub request_timeout: Duration,
+    /// Time to establish a connection.
+    pub connect_timeout: Duration,
+    /// Network simulation at start (off by default).
+    pub network_profile: NetworkProfile,
+    /// Clock for schedules and timestamps (simulated in tests and rides).
+    pub clock: Arc<dyn Clock>,
+    /// Transfers sent at once.
+    pub max_concurrent_sends: usize,
+    /// Debug only: mint a new key for every retry. Breaks exactly-once; exists to prove the checkers can fail.
+    pub unsafe_new_key_per_retry: bool,
+}
+
+impl std::fmt::Debug for SdkConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a secret: never print it.
+        f.debug_struct("SdkConfig")
+            .field("base_url", &self.base_url)
+            .field("db_path", &self.db_path)
+            .field("retry", &self.retry)
+            .field("request_timeout", &self.request_timeout)
+            .field("network_profile", &self.network_profile)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SdkConfig {
+    /// Starts a builder with the two settings that have no default.
+    pub fn builder(base_url: impl Into<String>, db_path: impl Into<PathBuf>) -> SdkConfigBuilder {
+        SdkConfigBuilder {
+            config: SdkConfig {
+                base_url: base_url.into(),
+                db_path: db_path.into(),
+                access_token: None,
+                retry: RetryPolicy::default(),
+                request_timeout: Duration::from_secs(15),
+                connect_timeout: Duration::from_secs(5),
+                network_profile: NetworkProfile::Off,
+                clock: Arc::new(SystemClock),
+                max_concurrent_sends: 4,
+                unsafe_new_key_per_retry: false,
+            },
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        let url = self.base_url.trim_end_matches('/');
+        let rest = url
+            .strip_prefix("https://")
+            .or_else(|| url.strip_prefix("http://"))
+            .ok_or_else(|| SdkError::InvalidConfig(format!("base URL {:?} must start with http:// or https://", self.base_url)))?;
+        if rest.is_empty() || rest.contains(char::is_whitespace) {
+            return Err(SdkError::InvalidConfig(format!("base URL {:?} has no host", self.base_url)));
+        }
+        if reqwest::Url::parse(url).is_err() {
+            return Err(SdkError::InvalidConfig(format!("base URL {:?} does not parse", self.base_url)));
+        }
+        if self.request_timeout.is_zero() || self.connect_timeout.is_zero() {
+            return Err(SdkError::InvalidConfig("timeouts must be above zero".into()));
+        }
+        let r = &self.retry;
+        if r.base.is_zero() || r.cap < r.base || r.give_up_after.is_zero() || r.budget_burst == 0 || r.budget_per_second <= 0.0 {
+            return Err(SdkError::InvalidConfig(
+                "retry policy needs base > 0, cap >= base, give_up_after > 0 and a positive budget".into(),
+            ));
+        }
+        if self.max_concurrent_sends == 0 {
+            return Err(SdkError::InvalidConfig("max_concurrent_sends must be above zero".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Builder of [`SdkConfig`].
+#[derive(Debug, Clone)]
+pub struct SdkConfigBuilder {
+    config: SdkConfig,
+}
+
+impl SdkConfigBuilder {
+    /// Initial bearer token.
+    pub fn access_token(mut self, token: impl Into<String>) -> Self {
+        self.config.access_token = Some(token.into());
+        self
+    }
+    /// Whole retry policy.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.config.retry = retry;
+        self
+    }
+    /// First backoff step.
+    pub fn retry_base(mut self, base: Duration) -> Self {
+        self.config.retry.base = base;
+        self
+    }
+    /// Largest delay between attempts.
+    pub fn retry_cap(mut self, cap: Duration) -> Self {
+        self.config.retry.cap = cap;
+        self
+    }
+    /// Give-up horizon.
+    pub fn give_up_after(mut self, horizon: Duration) -> Self {
+        self.config.retry.give_up_after = horizon;
+        self
+    }
+    /// Time for one whole request.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.config.request_timeout = timeout;
+        self
+    }
+    /// Time to establish a connection.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.config.connect_timeout = timeout;
+        self
+    }
+    /// Network simulation at start.
+    pub fn network_profile(mut self, profile: NetworkProfile) -> Self {
+        self.config.network_profile = profile;
+        self
+    }
+    /// Clock (simulated time in rides and tests).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.config.clock = clock;
+        self
+    }
+    /// Transfers sent at once.
+    pub fn max_concurrent_sends(mut self, n: usize) -> Self {
+        self.config.max_concurrent_sends = n;
+        self
+    }
+    /// Debug only: a new key per retry, to prove the invariant checkers fail.
+    pub fn unsafe_new_key_per_retry(mut self, on: bool) -> Self {
+        self.config.unsafe_new_key_per_retry = on;
+        self
+    }
+    /// Finishes the configuration.
+    pub fn build(self) -> Result<SdkConfig> {
+        self.config.validate()?;
+        Ok(self.config)
+    }
+}

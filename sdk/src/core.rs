@@ -1,0 +1,180 @@
+//! State shared by the public handle, the sender and the composers.
+
+use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::{broadcast, watch, Notify, Semaphore};
+
+use crate::clock::Clock;
+use crate::config::SdkConfig;
+use crate::model::Transfer;
+use crate::netsim::{NetsimStats, NetworkProfile, SimTransport};
+use crate::schedule::RetryBudget;
+use crate::store::Store;
+use crate::transport::Transport;
+
+/// Told of every state change of every transfer (implementable from Kotlin and Swift).
+pub trait TransferListener: Send + Sync {
+    /// A transfer changed; `transfer` is its new persisted state.
+    fn on_transfer_changed(&self, transfer: Transfer);
+}
+
+pub(crate) struct Core {
+    pub store: Store,
+    pub config: SdkConfig,
+    pub clock: Arc<dyn Clock>,
+    pub wake: Notify,
+    pub send_slots: Semaphore,
+    pub events: broadcast::Sender<Transfer>,
+    pub changes: watch::Sender<u64>,
+    base_transport: Arc<dyn Transport>,
+    transport: RwLock<(NetworkProfile, Arc<dyn Transport>, Option<Arc<SimTransport>>)>,
+    token: RwLock<Option<String>>,
+    token_generation: AtomicU64,
+    network_available: AtomicBool,
+    in_flight: Mutex<HashSet<String>>,
+    budget: Mutex<RetryBudget>,
+    closed: AtomicBool,
+    listeners: RwLock<Vec<(u64, Arc<dyn TransferListener>)>>,
+    next_listener: AtomicU64,
+}
+
+/// Locks without propagating a poisoned lock: a panicking listener must not wedge the SDK.
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|p| p.into_inner())
+}
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|p| p.into_inner())
+}
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A fresh idempotency key: UUID v4, 122 random bits.
+pub(crate) fn mint_key() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl Core {
+    pub fn new(store: Store, config: SdkConfig, base_transport: Arc<dyn Transport>) -> Self {
+        let clock = config.clock.clone();
+        let budget = RetryBudget::new(&config.retry, clock.now_ms());
+        let (events, _) = broadcast::channel(1024);
+        let (changes, _) = watch::channel(0);
+        Self {
+            store,
+            token: RwLock::new(config.access_token.clone()),
+            send_slots: Semaphore::new(config.max_concurrent_sends),
+            clock,
+            wake: Notify::new(),
+            events,
+            changes,
+            transport: RwLock::new((NetworkProfile::Off, base_transport.clone(), None)),
+            base_transport,
+            token_generation: AtomicU64::new(0),
+            network_available: AtomicBool::new(true),
+            in_flight: Mutex::new(HashSet::new()),
+            budget: Mutex::new(budget),
+            closed: AtomicBool::new(false),
+            listeners: RwLock::new(Vec::new()),
+            next_listener: AtomicU64::new(1),
+            config,
+        }
+    }
+
+    /// Tells listeners, waiters and composers of a new persisted state.
+    pub fn publish(&self, transfer: Transfer) {
+        let _ = self.events.send(transfer);
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Calls every listener; a listener that panics (or whose foreign code throws) is logged, never fatal.
+    pub fn notify_listeners(&self, transfer: &Transfer) {
+        let listeners: Vec<_> = read(&self.listeners).iter().map(|(_, l)| l.clone()).collect();
+        for listener in listeners {
+            let t = transfer.clone();
+            if catch_unwind(AssertUnwindSafe(|| listener.on_transfer_changed(t))).is_err() {
+                tracing::warn!(local_id = %transfer.local_id, "a transfer listener panicked; ignored");
+            }
+        }
+    }
+
+    pub fn add_listener(&self, listener: Arc<dyn TransferListener>) -> u64 {
+        let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
+        write(&self.listeners).push((id, listener));
+        id
+    }
+
+    pub fn remove_listener(&self, id: u64) {
+        write(&self.listeners).retain(|(i, _)| *i != id);
+    }
+
+    pub fn transport(&self) -> Arc<dyn Transport> {
+        read(&self.transport).1.clone()
+    }
+
+    pub fn set_profile(&self, profile: NetworkProfile, seed: u64) {
+        let mut slot = write(&self.transport);
+        *slot = match profile.settings(seed) {
+            None => (profile, self.base_transport.clone(), None),
+            Some(settings) => {
+                let sim = Arc::new(SimTransport::new(self.base_transport.clone(), self.clock.clone(), settings));
+                (profile, sim.clone() as Arc<dyn Transport>, Some(sim))
+            }
+        };
+    }
+
+    pub fn profile(&self) -> NetworkProfile {
+        read(&self.transport).0.clone()
+    }
+
+    pub fn netsim_stats(&self) -> NetsimStats {
+        read(&self.transport).2.as_ref().map(|s| s.stats()).unwrap_or_default()
+    }
+
+    pub fn access_token(&self) -> Option<String> {
+        read(&self.token).clone()
+    }
+
+    pub fn set_access_token(&self, token: Option<String>) {
+        *write(&self.token) = token;
+        self.token_generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub fn token_generation(&self) -> u64 {
+        self.token_generation.load(Ordering::SeqCst)
+    }
+
+    pub fn network_available(&self) -> bool {
+        self.network_available.load(Ordering::SeqCst)
+    }
+
+    pub fn set_network_available(&self, available: bool) -> bool {
+        self.network_available.swap(available, Ordering::SeqCst)
+    }
+
+    pub fn take_retry_token(&self, now_ms: i64) -> Result<(), i64> {
+        lock(&self.budget).take(now_ms)
+    }
+
+    /// Marks a transfer as being worked on; false if it already is.
+    pub fn claim(&self, local_id: &str) -> bool {
+        lock(&self.in_flight).insert(local_id.to_string())
+    }
+
+    pub fn release(&self, local_id: &str) {
+        lock(&self.in_flight).remove(local_id);
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    pub fn mark_closed(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.wake.notify_one();
+        self.changes.send_modify(|n| *n += 1);
+    }
+}

@@ -1,0 +1,238 @@
+//! The public handle: open, send, observe, close.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::runtime::{Handle, Runtime};
+use tokio::task::JoinHandle;
+
+use crate::composer::Composer;
+use crate::config::SdkConfig;
+use crate::core::{mint_key, Core, TransferListener};
+use crate::error::{Result, SdkError};
+use crate::model::{Transfer, TransferRequest};
+use crate::netsim::{NetsimStats, NetworkProfile};
+use crate::sender;
+use crate::store::Store;
+use crate::transport::{HttpTransport, Transport};
+
+/// The SDK: one per database file, sending in the background on its own runtime.
+pub struct Sdk {
+    core: Arc<Core>,
+    handle: Handle,
+    runtime: Mutex<Option<Runtime>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Sdk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sdk").field("db", &self.core.store.path()).finish_non_exhaustive()
+    }
+}
+
+impl Sdk {
+    /// Opens the file, recovers every unfinished transfer and resumes sending.
+    pub fn open(config: SdkConfig) -> Result<Self> {
+        config.validate()?;
+        let transport = HttpTransport::new(config.request_timeout, config.connect_timeout)
+            .map_err(|e| SdkError::InvalidConfig(e.to_string()))?;
+        Self::open_with_transport(config, Arc::new(transport))
+    }
+
+    /// Like [`Sdk::open`] with a transport of your own (a proxy, a test double, a recorder).
+    pub fn open_with_transport(config: SdkConfig, transport: Arc<dyn Transport>) -> Result<Self> {
+        config.validate()?;
+        let store = Store::open(&config.db_path)?;
+        let now = config.clock.now_ms();
+        let recovered = store.recover_in_flight(now)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sendonce")
+            .enable_all()
+            .build()
+            .map_err(|e| SdkError::Internal(format!("could not start the runtime: {e}")))?;
+        let handle = runtime.handle().clone();
+        let profile = config.network_profile.clone();
+        let core = Arc::new(Core::new(store, config, transport));
+        core.set_profile(profile, 0);
+        tracing::info!(db = %core.store.path().display(), recovered = recovered.len(), "sendonce opened");
+        let sender = handle.spawn(sender::run(core.clone()));
+        let dispatcher = handle.spawn(dispatch_listeners(core.clone()));
+        Ok(Self { core, handle, runtime: Mutex::new(Some(runtime)), tasks: Mutex::new(vec![sender, dispatcher]) })
+    }
+
+    fn live(&self) -> Result<&Arc<Core>> {
+        if self.core.is_closed() {
+            Err(SdkError::Closed)
+        } else {
+            Ok(&self.core)
+        }
+    }
+
+    /// The user confirmed: mints the key, commits transfer + key + exact body, and returns the persisted transfer.
+    pub async fn send_transfer(&self, request: TransferRequest) -> Result<Transfer> {
+        persist(self.live()?, &self.handle, request).await
+    }
+
+    /// One transfer by local id.
+    pub fn transfer(&self, local_id: &str) -> Result<Transfer> {
+        self.live()?.store.get(local_id)?.ok_or_else(|| SdkError::NotFound(local_id.into()))
+    }
+
+    /// Every transfer, newest first.
+    pub fn transfers(&self) -> Result<Vec<Transfer>> {
+        self.live()?.store.list(false)
+    }
+
+    /// Transfers not yet final, newest first.
+    pub fn unfinished_transfers(&self) -> Result<Vec<Transfer>> {
+        self.live()?.store.list(true)
+    }
+
+    /// Waits until the transfer is settled (final, or handed to the user as NeedsAttention).
+    pub async fn wait_for_outcome(&self, local_id: &str) -> Result<Transfer> {
+        let mut changes = self.live()?.changes.subscribe();
+        loop {
+            let transfer = self.transfer(local_id)?;
+            if transfer.state.is_settled() {
+                return Ok(transfer);
+            }
+            changes.changed().await.map_err(|_| SdkError::Closed)?;
+        }
+    }
+
+    /// Resolves a NeedsAttention transfer now through the status look-up by key (never a new key).
+    pub async fn resolve(&self, local_id: &str) -> Result<Transfer> {
+        let core = self.live()?.clone();
+        let id = local_id.to_string();
+        self.transfer(&id)?;
+        self.handle
+            .spawn(async move { sender::look_up(&core, &id).await })
+            .await
+            .map_err(|e| SdkError::Internal(e.to_string()))?
+    }
+
+    /// Registers a listener told of every change; returns an id for `remove_listener`.
+    pub fn add_listener(&self, listener: Arc<dyn TransferListener>) -> u64 {
+        self.core.add_listener(listener)
+    }
+
+    /// Unregisters a listener.
+    pub fn remove_listener(&self, id: u64) {
+        self.core.remove_listener(id)
+    }
+
+    /// The host app's connectivity signal; `true` wakes every waiting retry at once.
+    pub fn set_network_available(&self, available: bool) -> Result<()> {
+        let core = self.live()?;
+        let was = core.set_network_available(available);
+        if available {
+            let now = core.clock.now_ms();
+            let woken = core.store.wake_retries(now)?;
+            tracing::info!(was_available = was, woken = woken.len(), "network available");
+            self.republish(&woken)?;
+            core.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Replaces the bearer token; transfers waiting in AuthRequired resume.
+    pub fn set_access_token(&self, token: Option<String>) -> Result<()> {
+        let core = self.live()?;
+        core.set_access_token(token);
+        let resumed = core.store.resume_auth(core.clock.now_ms())?;
+        self.republish(&resumed)?;
+        core.wake.notify_one();
+        Ok(())
+    }
+
+    /// Switches train mode (the network simulator) at run time; `seed` makes faults reproducible.
+    pub fn set_network_profile(&self, profile: NetworkProfile, seed: u64) -> Result<()> {
+        let core = self.live()?;
+        tracing::info!(profile = profile.name(), seed, "network profile");
+        core.set_profile(profile, seed);
+        core.wake.notify_one();
+        Ok(())
+    }
+
+    /// The current network profile.
+    pub fn network_profile(&self) -> NetworkProfile {
+        self.core.profile()
+    }
+
+    /// What the network simulator did so far.
+    pub fn network_stats(&self) -> NetsimStats {
+        self.core.netsim_stats()
+    }
+
+    /// A composer for one confirm screen.
+    pub fn composer(&self) -> Result<Composer> {
+        Ok(Composer::new(self.live()?.clone(), self.handle.clone(), None))
+    }
+
+    /// A composer re-attached to a transfer confirmed earlier (after the app was killed).
+    pub fn composer_for(&self, local_id: &str) -> Result<Composer> {
+        let transfer = self.transfer(local_id)?;
+        Ok(Composer::new(self.live()?.clone(), self.handle.clone(), Some(transfer)))
+    }
+
+    /// Stops sending and releases the file. Nothing is lost: a request cut off here is sent again, same key, on the next open.
+    pub fn close(&self) {
+        self.core.mark_closed();
+        for task in self.tasks.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+            task.abort();
+        }
+        if let Some(runtime) = self.runtime.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            // shutdown_background never blocks, so close() is safe from inside any async context.
+            runtime.shutdown_background();
+        }
+        self.core.store.release_lock();
+        tracing::info!("sendonce closed");
+    }
+
+    fn republish(&self, ids: &[String]) -> Result<()> {
+        for id in ids {
+            if let Some(t) = self.core.store.get(id)? {
+                self.core.publish(t);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Validates, mints the key and commits transfer + key + body; runs on the SDK's blocking pool so any
+/// caller's executor (JVM, Swift, another tokio runtime) works.
+pub(crate) async fn persist(core: &Arc<Core>, handle: &Handle, request: TransferRequest) -> Result<Transfer> {
+    request.validate()?;
+    let core = core.clone();
+    handle
+        .spawn_blocking(move || {
+            let local_id = uuid::Uuid::now_v7().to_string();
+            let key = mint_key();
+            let transfer = core.store.insert(&local_id, &key, &request, core.clock.now_ms())?;
+            tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor, "transfer persisted");
+            core.publish(transfer.clone());
+            core.wake.notify_one();
+            Ok(transfer)
+        })
+        .await
+        .map_err(|e| SdkError::Internal(e.to_string()))?
+}
+
+impl Drop for Sdk {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+async fn dispatch_listeners(core: Arc<Core>) {
+    let mut events = core.events.subscribe();
+    loop {
+        match events.recv().await {
+            Ok(transfer) => core.notify_listeners(&transfer),
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "listeners fell behind; some intermediate states were skipped");
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}

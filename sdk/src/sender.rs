@@ -1,0 +1,225 @@
+//! The sender: the life of one transfer, phase by phase, and the loop that drives it.
+//!
+//! Read `attempt` top to bottom: each phase is one function, each store call one transaction.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::sleep;
+
+use crate::classify::{classify, Verdict};
+use crate::core::Core;
+use crate::error::Result;
+use crate::model::{Rejection, Transfer, TransferState};
+use crate::schedule::{next_attempt, seed_of, NextAttempt, ScheduleInput};
+use crate::store::Update;
+use crate::transport::{HttpRequest, HttpResponse, Method, TransportError};
+
+/// Runs until the SDK closes: starts every due transfer, then sleeps until the next one or a wake-up.
+pub(crate) async fn run(core: Arc<Core>) {
+    loop {
+        let wake = core.wake.notified();
+        tokio::pin!(wake);
+        wake.as_mut().enable();
+        if core.is_closed() {
+            return;
+        }
+        let wait = match start_due(&core) {
+            Ok(wait) => wait,
+            Err(e) => {
+                tracing::error!(error = %e, "sender could not read the store; trying again in 1 s");
+                Duration::from_secs(1)
+            }
+        };
+        tokio::select! {
+            _ = &mut wake => {}
+            _ = sleep(wait) => {}
+        }
+    }
+}
+
+/// Spawns an attempt (or a status look-up) for each due transfer; returns how long to sleep.
+fn start_due(core: &Arc<Core>) -> Result<Duration> {
+    let idle = Duration::from_secs(3600);
+    if !core.network_available() {
+        return Ok(idle);
+    }
+    let now = core.clock.now_ms();
+    for transfer in core.store.due(now, 256)? {
+        if core.claim(&transfer.local_id) {
+            let core = core.clone();
+            tokio::spawn(async move {
+                let _slot = core.send_slots.acquire().await;
+                let id = transfer.local_id.clone();
+                let result = if transfer.state == TransferState::NeedsAttention {
+                    look_up(&core, &id).await.map(|_| ())
+                } else {
+                    attempt(&core, &id).await
+                };
+                if let Err(e) = result {
+                    tracing::error!(local_id = %id, error = %e, "attempt could not be recorded; it resumes on the next open");
+                }
+                core.release(&id);
+                core.wake.notify_one();
+            });
+        }
+    }
+    let cap = core.config.retry.cap.as_millis() as i64;
+    Ok(match core.store.next_due_at()? {
+        // A wait longer than the cap means the clock jumped backwards: never sleep past the cap.
+        Some(at) => core.clock.real_duration((at - now).clamp(0, cap)),
+        None => idle,
+    })
+}
+
+/// One attempt, in the order that makes it safe to repeat at any point.
+pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
+    let now = core.clock.now_ms();
+    let Some(transfer) = core.store.get(local_id)? else { return Ok(()) };
+    if give_up_due(core, &transfer, now) {
+        let t = core.store.record(local_id, &needs_attention(core, now), now)?;
+        tracing::warn!(local_id, key = %t.idempotency_key, "give-up horizon reached; resolving by status look-up");
+        core.publish(t);
+        return Ok(());
+    }
+    if transfer.attempts > 0 {
+        if let Err(at) = core.take_retry_token(now) {
+            let update = Update::Retry { next_attempt_at_ms: at, error: "retry budget exhausted".into() };
+            core.publish(core.store.record(local_id, &update, now)?);
+            return Ok(());
+        }
+        if core.config.unsafe_new_key_per_retry {
+            core.store.rotate_key(local_id, &crate::core::mint_key())?;
+        }
+    }
+
+    // Phase 1: the attempt is counted and marked on the wire before the request leaves.
+    let Some(transfer) = core.store.begin_attempt(local_id, now)? else { return Ok(()) };
+    core.publish(transfer.clone());
+
+    // Phase 2: the same key and the same bytes, every time.
+    let (key, body) = core.store.wire(local_id)?;
+    let token_generation = core.token_generation();
+    let span = tracing::info_span!("attempt", local_id, key = %key, attempt = transfer.attempts);
+    let result = send(core, Method::Post, "/v1/transfers", Some(&key), body).await;
+    let verdict = classify(&result);
+    let _enter = span.enter();
+    tracing::info!(?verdict, "attempt answered");
+
+    // Phase 3: the verdict becomes the new persisted state.
+    let later = core.clock.now_ms();
+    let update = match verdict {
+        Verdict::Succeeded { server_transfer_id, replayed } => Update::Succeeded {
+            server_transfer_id,
+            replayed,
+            response_body: result.map(|r| r.body).unwrap_or_default(),
+        },
+        Verdict::Rejected(rejection) => Update::Ended { state: TransferState::Rejected, rejection },
+        Verdict::Failed(rejection) => Update::Ended { state: TransferState::Failed, rejection },
+        // A token set while this request was out is retried at once instead of parking the transfer.
+        Verdict::AuthRequired(error) if core.token_generation() != token_generation => {
+            Update::Retry { next_attempt_at_ms: later, error }
+        }
+        Verdict::AuthRequired(error) => Update::AuthRequired { error },
+        Verdict::Retry { retry_after_ms, error } => retry_update(core, &transfer, &key, retry_after_ms, error, later),
+    };
+    core.publish(core.store.record(local_id, &update, later)?);
+    Ok(())
+}
+
+/// Resolves an unknown outcome through the status look-up by key; never sends the transfer again.
+pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
+    let (key, _) = core.store.wire(local_id)?;
+    let path = format!("/v1/transfers?idempotency_key={}", percent_encode(&key));
+    let result = send(core, Method::Get, &path, None, Vec::new()).await;
+    let now = core.clock.now_ms();
+    let update = match &result {
+        Ok(r) if (200..300).contains(&r.status) => match classify(&result) {
+            Verdict::Succeeded { server_transfer_id, .. } => {
+                Update::Succeeded { server_transfer_id, replayed: true, response_body: r.body.clone() }
+            }
+            _ => unreachable_verdict(now, core),
+        },
+        Ok(r) if r.status == 404 => Update::Ended {
+            state: TransferState::Failed,
+            rejection: Rejection {
+                code: "not_executed".into(),
+                detail: "the server never executed this transfer; no money moved".into(),
+                http_status: 404,
+            },
+        },
+        Ok(r) if r.status == 402 || r.status == 400 || r.status == 422 => match classify(&result) {
+            Verdict::Rejected(rejection) => Update::Ended { state: TransferState::Rejected, rejection },
+            Verdict::Failed(rejection) => Update::Ended { state: TransferState::Failed, rejection },
+            _ => unreachable_verdict(now, core),
+        },
+        Ok(r) => Update::NeedsAttention { next_attempt_at_ms: now + cap_ms(core), error: format!("look-up answered {}", r.status) },
+        Err(e) => Update::NeedsAttention { next_attempt_at_ms: now + cap_ms(core), error: format!("look-up failed: {e}") },
+    };
+    let transfer = core.store.record(local_id, &update, now)?;
+    tracing::info!(local_id, key = %key, state = ?transfer.state, "status look-up");
+    core.publish(transfer.clone());
+    Ok(transfer)
+}
+
+fn unreachable_verdict(now: i64, core: &Core) -> Update {
+    Update::NeedsAttention { next_attempt_at_ms: now + cap_ms(core), error: "unexpected look-up answer".into() }
+}
+
+fn retry_update(core: &Core, t: &Transfer, key: &str, retry_after_ms: Option<i64>, error: String, now: i64) -> Update {
+    let input = ScheduleInput {
+        created_at_ms: t.created_at_ms,
+        attempts: t.attempts,
+        last_attempt_at_ms: t.last_attempt_at_ms.unwrap_or(now),
+        retry_after_ms,
+        jitter_seed: seed_of(key),
+    };
+    match next_attempt(&core.config.retry, &input) {
+        NextAttempt::At(at) => Update::Retry { next_attempt_at_ms: at, error },
+        NextAttempt::GiveUp => needs_attention(core, now),
+    }
+}
+
+fn give_up_due(core: &Core, t: &Transfer, now: i64) -> bool {
+    now >= t.created_at_ms.saturating_add(core.config.retry.give_up_after.as_millis() as i64)
+}
+
+fn needs_attention(core: &Core, now: i64) -> Update {
+    // The first look-up waits one cap so a delayed last attempt can land before we ask.
+    Update::NeedsAttention { next_attempt_at_ms: now + cap_ms(core), error: "gave up sending; outcome unknown".into() }
+}
+
+fn cap_ms(core: &Core) -> i64 {
+    core.config.retry.cap.as_millis() as i64
+}
+
+async fn send(
+    core: &Core,
+    method: Method,
+    path: &str,
+    key: Option<&str>,
+    body: Vec<u8>,
+) -> std::result::Result<HttpResponse, TransportError> {
+    let mut headers = vec![("accept".to_string(), "application/json".to_string())];
+    if method == Method::Post {
+        headers.push(("content-type".into(), "application/json".into()));
+    }
+    if let Some(key) = key {
+        headers.push(("idempotency-key".into(), key.to_string()));
+    }
+    if let Some(token) = core.access_token() {
+        headers.push(("authorization".into(), format!("Bearer {token}")));
+    }
+    let url = format!("{}{}", core.config.base_url.trim_end_matches('/'), path);
+    let transport = core.transport();
+    transport.send(HttpRequest { method, url, headers, body }).await
+}
+
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,315 @@
+//! The on-device store: one SQLite file (WAL, synchronous=FULL) that outlives the app.
+//!
+//! Every function is one visible transaction; the sender calls them in order.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::error::{Result, SdkError};
+use crate::model::{Rejection, Transfer, TransferRequest, TransferState};
+
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS transfers (
+    local_id           TEXT PRIMARY KEY,
+    idem_key           TEXT NOT NULL UNIQUE,
+    to_user_id         TEXT NOT NULL,
+    amount_minor       INTEGER NOT NULL,
+    currency           TEXT NOT NULL,
+    note               TEXT,
+    body               BLOB NOT NULL,
+    state              TEXT NOT NULL,
+    attempts           INTEGER NOT NULL DEFAULT 0,
+    created_at_ms      INTEGER NOT NULL,
+    updated_at_ms      INTEGER NOT NULL,
+    last_attempt_at_ms INTEGER,
+    next_attempt_at_ms INTEGER,
+    last_error         TEXT,
+    server_transfer_id TEXT,
+    reject_code        TEXT,
+    reject_detail      TEXT,
+    reject_status      INTEGER,
+    replayed           INTEGER NOT NULL DEFAULT 0,
+    response_body      BLOB
+);
+CREATE INDEX IF NOT EXISTS transfers_due ON transfers(state, next_attempt_at_ms);
+CREATE TABLE IF NOT EXISTS keys_used (
+    idem_key TEXT PRIMARY KEY,
+    local_id TEXT NOT NULL
+);
+";
+
+const COLUMNS: &str = "local_id, idem_key, to_user_id, amount_minor, currency, note, state, attempts, created_at_ms, \
+    updated_at_ms, last_attempt_at_ms, next_attempt_at_ms, last_error, server_transfer_id, reject_code, reject_detail, \
+    reject_status, replayed";
+
+/// States the sender still works on.
+const UNFINISHED: &str = "('pending','sending','retrying','auth_required','needs_attention')";
+
+/// How an attempt ended, as written back to the store.
+#[derive(Debug, Clone)]
+pub enum Update {
+    /// Final success.
+    Succeeded { server_transfer_id: Option<String>, replayed: bool, response_body: Vec<u8> },
+    /// Final rejection or failure.
+    Ended { state: TransferState, rejection: Rejection },
+    /// Try again at `next_attempt_at_ms`.
+    Retry { next_attempt_at_ms: i64, error: String },
+    /// Wait for a token.
+    AuthRequired { error: String },
+    /// Give-up horizon reached; resolved by look-ups from `next_attempt_at_ms` on.
+    NeedsAttention { next_attempt_at_ms: i64, error: String },
+}
+
+/// The SQLite file plus the lock that makes this instance its only sender.
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+    lock: Mutex<Option<File>>,
+}
+
+impl Store {
+    /// Opens (or creates) the file, takes the instance lock and migrates the schema. Never deletes data.
+    pub fn open(path: &Path) -> Result<Self> {
+        let lock = take_instance_lock(path)?;
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // WAL + FULL: a committed transfer survives a crash or power loss before the first byte is sent.
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(SdkError::StorageUnavailable(format!("could not enable WAL (journal_mode={mode})")));
+        }
+        conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(SdkError::StorageCorrupt(format!(
+                "file has schema version {version}, this SDK knows {SCHEMA_VERSION}; refusing to touch it"
+            )));
+        }
+        if version == 0 {
+            let has_tables: i64 =
+                conn.query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name <> 'transfers'", [], |r| r.get(0))?;
+            let has_transfers: i64 =
+                conn.query_row("SELECT count(*) FROM sqlite_master WHERE name='transfers'", [], |r| r.get(0))?;
+            if has_tables > 0 && has_transfers == 0 {
+                return Err(SdkError::StorageCorrupt("file is a SQLite database of something else".into()));
+            }
+        }
+        conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))?;
+        Ok(Self { conn: Mutex::new(conn), path: path.to_path_buf(), lock: Mutex::new(Some(lock)) })
+    }
+
+    /// Lets another instance open the file (on close).
+    pub fn release_lock(&self) {
+        self.lock.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    /// Path of the file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave a half-written row: SQLite rolls the transaction back.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Phase "persist before the first byte": transfer, key and exact body in one transaction.
+    pub fn insert(&self, local_id: &str, key: &str, request: &TransferRequest, now_ms: i64) -> Result<Transfer> {
+        let body = request.body_bytes();
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
+            "INSERT INTO transfers (local_id, idem_key, to_user_id, amount_minor, currency, note, body, state, \
+             created_at_ms, updated_at_ms, next_attempt_at_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,'pending',?8,?8,?8)",
+            params![local_id, key, request.to_user_id, request.amount_minor, request.currency, request.note, body, now_ms],
+        )?;
+        tx.execute("INSERT INTO keys_used (idem_key, local_id) VALUES (?1, ?2)", params![key, local_id])?;
+        tx.commit()?;
+        drop(conn);
+        self.get(local_id)?.ok_or_else(|| SdkError::Internal("inserted row vanished".into()))
+    }
+
+    /// One transfer.
+    pub fn get(&self, local_id: &str) -> Result<Option<Transfer>> {
+        let conn = self.conn();
+        let sql = format!("SELECT {COLUMNS} FROM transfers WHERE local_id = ?1");
+        Ok(conn.query_row(&sql, [local_id], read_transfer).optional()?)
+    }
+
+    /// All transfers, newest first; only the unfinished ones if asked.
+    pub fn list(&self, unfinished_only: bool) -> Result<Vec<Transfer>> {
+        let conn = self.conn();
+        let filter = if unfinished_only { format!("WHERE state IN {UNFINISHED}") } else { String::new() };
+        let sql = format!("SELECT {COLUMNS} FROM transfers {filter} ORDER BY created_at_ms DESC, local_id");
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map([], read_transfer)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// The exact bytes and key to send for a transfer.
+    pub fn wire(&self, local_id: &str) -> Result<(String, Vec<u8>)> {
+        let conn = self.conn();
+        conn.query_row("SELECT idem_key, body FROM transfers WHERE local_id = ?1", [local_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .ok_or_else(|| SdkError::NotFound(local_id.into()))
+    }
+
+    /// Transfers whose next step is due, oldest first.
+    pub fn due(&self, now_ms: i64, limit: usize) -> Result<Vec<Transfer>> {
+        let conn = self.conn();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM transfers WHERE state IN ('pending','retrying','needs_attention') \
+             AND next_attempt_at_ms IS NOT NULL AND next_attempt_at_ms <= ?1 ORDER BY next_attempt_at_ms LIMIT ?2"
+        );
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map(params![now_ms, limit as i64], read_transfer)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Earliest scheduled step among waiting transfers.
+    pub fn next_due_at(&self) -> Result<Option<i64>> {
+        let conn = self.conn();
+        Ok(conn.query_row(
+            "SELECT min(next_attempt_at_ms) FROM transfers WHERE state IN ('pending','retrying','needs_attention')",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Phase "attempt": count it and mark it on the wire before the request leaves.
+    pub fn begin_attempt(&self, local_id: &str, now_ms: i64) -> Result<Option<Transfer>> {
+        let changed = self.conn().execute(
+            "UPDATE transfers SET state='sending', attempts=attempts+1, last_attempt_at_ms=?2, updated_at_ms=?2, \
+             next_attempt_at_ms=NULL WHERE local_id=?1 AND state IN ('pending','retrying')",
+            params![local_id, now_ms],
+        )?;
+        if changed == 0 {
+            return Ok(None);
+        }
+        self.get(local_id)
+    }
+
+    /// Debug-only key rotation used by `unsafe_new_key_per_retry`.
+    pub fn rotate_key(&self, local_id: &str, new_key: &str) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute("UPDATE transfers SET idem_key=?2 WHERE local_id=?1", params![local_id, new_key])?;
+        tx.execute("INSERT INTO keys_used (idem_key, local_id) VALUES (?1, ?2)", params![new_key, local_id])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Phase "end of attempt": writes the outcome.
+    pub fn record(&self, local_id: &str, update: &Update, now_ms: i64) -> Result<Transfer> {
+        {
+            let conn = self.conn();
+            match update {
+                Update::Succeeded { server_transfer_id, replayed, response_body } => conn.execute(
+                    "UPDATE transfers SET state='succeeded', server_transfer_id=?2, replayed=?3, response_body=?4, \
+                     next_attempt_at_ms=NULL, last_error=NULL, updated_at_ms=?5 WHERE local_id=?1",
+                    params![local_id, server_transfer_id, replayed, response_body, now_ms],
+                )?,
+                Update::Ended { state, rejection } => conn.execute(
+                    "UPDATE transfers SET state=?2, reject_code=?3, reject_detail=?4, reject_status=?5, \
+                     next_attempt_at_ms=NULL, updated_at_ms=?6 WHERE local_id=?1",
+                    params![local_id, state.as_str(), rejection.code, rejection.detail, rejection.http_status, now_ms],
+                )?,
+                Update::Retry { next_attempt_at_ms, error } => conn.execute(
+                    "UPDATE transfers SET state='retrying', next_attempt_at_ms=?2, last_error=?3, updated_at_ms=?4 \
+                     WHERE local_id=?1",
+                    params![local_id, next_attempt_at_ms, error, now_ms],
+                )?,
+                Update::AuthRequired { error } => conn.execute(
+                    "UPDATE transfers SET state='auth_required', next_attempt_at_ms=NULL, last_error=?2, updated_at_ms=?3 \
+                     WHERE local_id=?1",
+                    params![local_id, error, now_ms],
+                )?,
+                Update::NeedsAttention { next_attempt_at_ms, error } => conn.execute(
+                    "UPDATE transfers SET state='needs_attention', next_attempt_at_ms=?2, last_error=?3, updated_at_ms=?4 \
+                     WHERE local_id=?1",
+                    params![local_id, next_attempt_at_ms, error, now_ms],
+                )?,
+            };
+        }
+        self.get(local_id)?.ok_or_else(|| SdkError::NotFound(local_id.into()))
+    }
+
+    /// Start-up recovery: a transfer that was on the wire when the app died has an unknown outcome; send it again now.
+    pub fn recover_in_flight(&self, now_ms: i64) -> Result<Vec<String>> {
+        self.move_to_due("state = 'sending'", now_ms)
+    }
+
+    /// Network is back: every waiting retry is due now.
+    pub fn wake_retries(&self, now_ms: i64) -> Result<Vec<String>> {
+        self.move_to_due("state = 'retrying' AND next_attempt_at_ms > ?1", now_ms)
+    }
+
+    /// A new token arrived: transfers held for credentials are due now.
+    pub fn resume_auth(&self, now_ms: i64) -> Result<Vec<String>> {
+        self.move_to_due("state = 'auth_required'", now_ms)
+    }
+
+    fn move_to_due(&self, filter: &str, now_ms: i64) -> Result<Vec<String>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let ids = {
+            let mut stmt = tx.prepare(&format!(
+                "UPDATE transfers SET state='retrying', next_attempt_at_ms=?1, updated_at_ms=?1 WHERE {filter} RETURNING local_id"
+            ))?;
+            let rows = stmt.query_map([now_ms], |r| r.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        tx.commit()?;
+        Ok(ids)
+    }
+}
+
+fn take_instance_lock(db_path: &Path) -> Result<File> {
+    let mut lock_path = db_path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| SdkError::StorageUnavailable(format!("{}: {e}", PathBuf::from(&lock_path).display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(SdkError::AlreadyOpen(db_path.display().to_string())),
+        Err(std::fs::TryLockError::Error(e)) => Err(SdkError::StorageUnavailable(e.to_string())),
+    }
+}
+
+fn read_transfer(r: &Row<'_>) -> rusqlite::Result<Transfer> {
+    let state: String = r.get(6)?;
+    let reject_code: Option<String> = r.get(14)?;
+    Ok(Transfer {
+        local_id: r.get(0)?,
+        idempotency_key: r.get(1)?,
+        to_user_id: r.get(2)?,
+        amount_minor: r.get(3)?,
+        currency: r.get(4)?,
+        note: r.get(5)?,
+        state: TransferState::parse(&state).ok_or_else(|| {
+            rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, format!("unknown state {state}").into())
+        })?,
+        attempts: r.get(7)?,
+        created_at_ms: r.get(8)?,
+        updated_at_ms: r.get(9)?,
+        last_attempt_at_ms: r.get(10)?,
+        next_attempt_at_ms: r.get(11)?,
+        last_error: r.get(12)?,
+        server_transfer_id: r.get(13)?,
+        rejection: match reject_code {
+            Some(code) => Some(Rejection { code, detail: r.get::<_, Option<String>>(15)?.unwrap_or_default(), http_status: r.get(16)? }),
+            None => None,
+        },
+        replayed: r.get(17)?,
+    })
+}
