@@ -1,1 +1,140 @@
-//! Mock payments server.
+//! Mock payments server that enforces the sendonce idempotency contract.
+//!
+//! `start` opens the SQLite database, starts the relay and the reaper, and serves the
+//! HTTP API; see README.md for the endpoints.
+
+pub mod clock;
+pub mod config;
+pub mod consumers;
+pub mod db;
+pub mod faults;
+mod http;
+pub mod idempotency;
+pub mod ledger;
+pub mod outbox;
+pub mod problem;
+pub mod reaper;
+pub mod serve;
+pub mod transfer;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinHandle;
+
+pub use config::{parse_duration, ServerConfig};
+pub use http::MAX_BODY_BYTES;
+
+use clock::Clock;
+use db::{Db, DbError};
+use faults::Faults;
+
+/// Shared state of one server instance.
+pub struct AppState {
+    /// Configuration it was started with.
+    pub config: ServerConfig,
+    /// The database.
+    pub db: Db,
+    /// The one clock.
+    pub clock: Clock,
+    /// Injected faults.
+    pub faults: Faults,
+    /// Wakes the relay (a transfer committed, a replay was requested).
+    pub relay_wake: Notify,
+    /// Wakes the reaper (the clock moved).
+    pub reaper_wake: Notify,
+}
+
+/// Handle to the shared state.
+pub type App = Arc<AppState>;
+
+impl AppState {
+    /// Opens the database and builds the state (no background tasks yet).
+    pub fn open(config: ServerConfig) -> Result<App, ServerError> {
+        let db = Db::open(&config.db)?;
+        Ok(Arc::new(Self {
+            faults: Faults::new(config.gateway_delay),
+            config,
+            db,
+            clock: Clock::default(),
+            relay_wake: Notify::new(),
+            reaper_wake: Notify::new(),
+        }))
+    }
+
+    /// The key window in milliseconds.
+    pub fn key_window_ms(&self) -> i64 {
+        i64::try_from(self.config.key_window.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+/// Errors starting the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The database could not be opened or migrated.
+    #[error("database: {0}")]
+    Db(#[from] DbError),
+    /// The listen address could not be bound.
+    #[error("cannot listen: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The HTTP router for `app` (without the connection-dropping accept loop).
+pub fn router(app: App) -> axum::Router {
+    http::router(app)
+}
+
+/// A server running in the background of the current tokio runtime.
+pub struct RunningServer {
+    /// The bound address (the real port when started on port 0).
+    pub addr: SocketAddr,
+    app: App,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// `http://IP:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The shared state, for in-process inspection.
+    pub fn app(&self) -> &App {
+        &self.app
+    }
+
+    /// Stops accepting, drains open connections, stops the relay and the reaper.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            if let Err(e) = task.await {
+                tracing::warn!(%e, "server task ended abnormally");
+            }
+        }
+    }
+}
+
+/// Opens the database, binds `listen` (port 0 allowed) and serves until `shutdown`.
+pub async fn start(config: ServerConfig, listen: SocketAddr) -> Result<RunningServer, ServerError> {
+    let app = tokio::task::spawn_blocking(move || AppState::open(config))
+        .await
+        .map_err(|e| DbError::Task(e.to_string()))??;
+    let listener = TcpListener::bind(listen).await?;
+    let addr = listener.local_addr()?;
+    let (shutdown, rx) = watch::channel(false);
+    let tasks = vec![
+        tokio::spawn(serve::serve(listener, router(app.clone()), rx.clone())),
+        tokio::spawn(outbox::run(app.clone(), rx.clone())),
+        tokio::spawn(reaper::run(app.clone(), rx)),
+    ];
+    tracing::info!(%addr, db = %app.config.db, "server-mock started");
+    Ok(RunningServer {
+        addr,
+        app,
+        shutdown,
+        tasks,
+    })
+}

@@ -1,2 +1,96 @@
-//! server-mock binary.
-fn main() {}
+//! server-mock binary: `server-mock --listen 127.0.0.1:8080 --db ./mock.db`.
+
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use server_mock::{parse_duration, start, ServerConfig};
+
+/// Mock payments server enforcing the sendonce idempotency contract.
+#[derive(Parser, Debug)]
+#[command(name = "server-mock", version)]
+struct Args {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// SQLite database file, or :memory:.
+    #[arg(long, default_value = "./mock.db")]
+    db: String,
+    /// How long idempotency keys are kept (e.g. 48h).
+    #[arg(long, default_value = "48h", value_parser = parse_duration)]
+    key_window: Duration,
+    /// How long a key may stay in progress before the reaper resolves it.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    lock_timeout: Duration,
+    /// Simulated payment gateway latency.
+    #[arg(long, default_value = "5ms", value_parser = parse_duration)]
+    gateway_delay: Duration,
+    /// Do not mount the /v1/test and /v1/bench endpoints.
+    #[arg(long)]
+    no_test_api: bool,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let args = Args::parse();
+    if args.key_window <= args.lock_timeout {
+        eprintln!("--key-window must be longer than --lock-timeout");
+        return ExitCode::from(2);
+    }
+    let config = ServerConfig {
+        db: args.db,
+        key_window: args.key_window,
+        lock_timeout: args.lock_timeout,
+        gateway_delay: args.gateway_delay,
+        test_api: !args.no_test_api,
+    };
+    let server = match start(config, args.listen).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("server-mock: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // The one stdout line scripts wait for.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "listening on {}", server.addr);
+    let _ = out.flush();
+    drop(out);
+
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    server.shutdown().await;
+    ExitCode::SUCCESS
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

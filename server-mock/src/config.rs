@@ -1,0 +1,78 @@
+//! Server configuration and the duration syntax used by the command line.
+
+use std::time::Duration;
+
+/// Everything a server instance needs to know before it starts.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// SQLite file path, or `:memory:` for a throw-away database.
+    pub db: String,
+    /// How long a finished idempotency key is remembered (must exceed the client's retry window).
+    pub key_window: Duration,
+    /// How long a key may stay `IN_PROGRESS` before the reaper resolves it.
+    pub lock_timeout: Duration,
+    /// Simulated latency of the payment gateway step.
+    pub gateway_delay: Duration,
+    /// Whether the `/v1/test/*` and `/v1/bench/*` endpoints are mounted.
+    pub test_api: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            db: ":memory:".to_string(),
+            key_window: Duration::from_secs(48 * 3600),
+            lock_timeout: Duration::from_secs(60),
+            gateway_delay: Duration::from_millis(5),
+            test_api: true,
+        }
+    }
+}
+
+/// Parses `500ms`, `30s`, `10m`, `48h` or `2d` (a bare number means seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?}: expected e.g. 500ms, 30s, 10m, 48h"))?;
+    let millis_per_unit: u64 = match unit {
+        "ms" => 1,
+        "" | "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("invalid duration unit {unit:?} in {text:?}")),
+    };
+    value
+        .checked_mul(millis_per_unit)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("duration {text:?} is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_all_units() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("48h"), Ok(Duration::from_secs(48 * 3600)));
+        assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(2 * 86400)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("ms").is_err());
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("-5s").is_err());
+        assert!(parse_duration("99999999999999999999h").is_err());
+    }
+}

@@ -1,0 +1,125 @@
+//! Downstream consumers of `TransferDone`: wallet credit and SMS, each behind an inbox.
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use serde::Deserialize;
+
+use crate::db::DbError;
+use crate::ledger::{self, TransferRecord};
+
+/// The `TransferDone` event as published (the transfer's JSON).
+#[derive(Debug, Clone, Deserialize)]
+pub struct TransferDone {
+    transfer_id: String,
+    from_user_id: String,
+    to_user_id: String,
+    amount_minor: i64,
+    currency: String,
+    #[serde(default)]
+    note: Option<String>,
+    idempotency_key: String,
+}
+
+impl TransferDone {
+    fn record(&self, created_at_ms: i64) -> TransferRecord {
+        TransferRecord {
+            transfer_id: self.transfer_id.clone(),
+            from_user_id: self.from_user_id.clone(),
+            to_user_id: self.to_user_id.clone(),
+            amount_minor: self.amount_minor,
+            currency: self.currency.clone(),
+            note: self.note.clone(),
+            created_at_ms,
+            idempotency_key: self.idempotency_key.clone(),
+        }
+    }
+}
+
+/// Name and effect of one consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consumer {
+    /// Credits the recipient's wallet.
+    WalletCredit,
+    /// Sends the recipient one SMS.
+    Sms,
+}
+
+impl Consumer {
+    /// Every consumer subscribed to the outbox.
+    pub const ALL: [Consumer; 2] = [Consumer::WalletCredit, Consumer::Sms];
+
+    /// Stable name stored in the inbox.
+    pub fn name(self) -> &'static str {
+        match self {
+            Consumer::WalletCredit => "wallet_credit",
+            Consumer::Sms => "sms",
+        }
+    }
+
+    /// Handles one delivery; returns whether the effect ran (false: already seen).
+    ///
+    /// The inbox insert and the effect share one transaction: either both happen or
+    /// neither, so a redelivery (relay retry, broker replay) never acts twice.
+    pub fn handle(
+        self,
+        conn: &mut Connection,
+        event_id: i64,
+        event: &TransferDone,
+        now_ms: i64,
+    ) -> Result<bool, DbError> {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let fresh = tx.execute(
+            "INSERT INTO inbox (consumer, event_id, processed_at_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT (consumer, event_id) DO NOTHING",
+            params![self.name(), event_id, now_ms],
+        )?;
+        if fresh == 0 {
+            tx.commit()?;
+            return Ok(false);
+        }
+        match self {
+            Consumer::WalletCredit => ledger::insert_credit(&tx, &event.record(now_ms), now_ms)?,
+            Consumer::Sms => send_sms(&tx, event, now_ms)?,
+        }
+        tx.commit()?;
+        Ok(true)
+    }
+}
+
+/// Records the SMS the recipient would get.
+fn send_sms(tx: &Transaction<'_>, event: &TransferDone, now_ms: i64) -> Result<(), DbError> {
+    let sender: Option<String> = tx
+        .query_row(
+            "SELECT display_name FROM users WHERE user_id = ?1",
+            params![event.from_user_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let text = format!(
+        "sendonce: you received {} {} from {} (ref {})",
+        format_minor(event.amount_minor),
+        event.currency,
+        sender.as_deref().unwrap_or("a sendonce user"),
+        event.transfer_id
+    );
+    tx.execute(
+        "INSERT INTO sms (user_id, transfer_id, text, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+        params![event.to_user_id, event.transfer_id, text, now_ms],
+    )?;
+    Ok(())
+}
+
+/// `12345` → `123.45` (two-decimal currencies such as BDT).
+fn format_minor(amount: i64) -> String {
+    format!("{}.{:02}", amount / 100, (amount % 100).abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_minor_units() {
+        assert_eq!(format_minor(12345), "123.45");
+        assert_eq!(format_minor(5), "0.05");
+    }
+}

@@ -1,0 +1,299 @@
+//! Test-only endpoints: users, faults, inspection, replay, clock and the bench baseline.
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::{get, post, put};
+use axum::Router;
+use rusqlite::{params, Connection};
+use serde::{Deserialize, Serialize};
+
+use super::{authenticate, json, parse_json, read_body, require_json};
+use crate::db::DbError;
+use crate::faults::FaultPatch;
+use crate::problem::Problem;
+use crate::{ledger, outbox, reaper, transfer, App};
+
+/// How long `POST /v1/test/settle` waits at most.
+const SETTLE_LIMIT: Duration = Duration::from_secs(10);
+
+/// The test API routes.
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/v1/test/users", post(create_user))
+        .route(
+            "/v1/test/faults",
+            put(put_faults).delete(delete_faults).get(get_faults),
+        )
+        .route("/v1/test/ledger", get(get_ledger))
+        .route("/v1/test/sms", get(get_sms))
+        .route("/v1/test/outbox/replay", post(replay_outbox))
+        .route("/v1/test/stats", get(get_stats))
+        .route("/v1/test/settle", post(settle))
+        .route("/v1/test/clock", post(advance_clock))
+        .route("/v1/test/reap", post(reap))
+        .route("/v1/bench/plain", post(bench_plain))
+}
+
+/// Test bodies may be empty (all defaults) and need no content type, for curl's sake.
+fn parse_optional<T: for<'de> Deserialize<'de> + Default>(bytes: &Bytes) -> Result<T, Problem> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        Ok(T::default())
+    } else {
+        parse_json(bytes)
+    }
+}
+
+async fn body_of(req: Request) -> Result<Bytes, Problem> {
+    let (parts, body) = req.into_parts();
+    read_body(&parts.headers, body).await
+}
+
+#[derive(Deserialize)]
+struct NewUser {
+    display_name: String,
+    balance_minor: i64,
+    currency: String,
+}
+
+#[derive(Serialize)]
+struct CreatedUser {
+    user_id: String,
+    token: String,
+}
+
+async fn create_user(State(app): State<App>, req: Request) -> Result<Response, Problem> {
+    let body: NewUser = parse_json(&body_of(req).await?)?;
+    super::account::check_text("display_name", &body.display_name, 100)?;
+    if !(0..=transfer::MAX_AMOUNT_MINOR * 1000).contains(&body.balance_minor) {
+        return Err(Problem::invalid(
+            "balance_minor must be between 0 and 10^15",
+        ));
+    }
+    if body.currency.len() != 3 || !body.currency.bytes().all(|b| b.is_ascii_uppercase()) {
+        return Err(Problem::invalid(
+            "currency must be a 3-letter ISO 4217 code",
+        ));
+    }
+    let user_id = format!("usr_{}", uuid::Uuid::new_v4().simple());
+    let token = format!("tok_{}", uuid::Uuid::new_v4().simple());
+    let now = app.clock.now_ms();
+    let (u, t) = (user_id.clone(), token.clone());
+    app.db
+        .call(move |c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "INSERT INTO users (user_id, token, display_name, currency, created_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![u, t, body.display_name, body.currency, now],
+            )?;
+            // The opening balance is a ledger entry: balance is always the ledger's sum.
+            if body.balance_minor > 0 {
+                ledger::deposit(&tx, &u, body.balance_minor, &body.currency, now)?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+        .map_err(Problem::internal)?;
+    Ok(json(StatusCode::CREATED, &CreatedUser { user_id, token }))
+}
+
+async fn put_faults(State(app): State<App>, req: Request) -> Result<Response, Problem> {
+    let patch: FaultPatch = parse_optional(&body_of(req).await?)?;
+    let settings = app.faults.apply(patch).map_err(Problem::invalid)?;
+    tracing::info!(?settings, "faults changed");
+    Ok(json(StatusCode::OK, &settings))
+}
+
+async fn delete_faults(State(app): State<App>) -> Response {
+    json(StatusCode::OK, &app.faults.clear())
+}
+
+async fn get_faults(State(app): State<App>) -> Response {
+    json(StatusCode::OK, &app.faults.settings())
+}
+
+async fn get_ledger(State(app): State<App>) -> Result<Response, Problem> {
+    let entries = app
+        .db
+        .call(|c| ledger::all_entries(c))
+        .await
+        .map_err(Problem::internal)?;
+    Ok(json(StatusCode::OK, &entries))
+}
+
+#[derive(Serialize)]
+struct Sms {
+    sms_id: i64,
+    user_id: String,
+    transfer_id: String,
+    text: String,
+}
+
+async fn get_sms(State(app): State<App>) -> Result<Response, Problem> {
+    let sms = app
+        .db
+        .call(|c| {
+            let mut stmt =
+                c.prepare("SELECT sms_id, user_id, transfer_id, text FROM sms ORDER BY sms_id")?;
+            let rows = stmt.query_map([], |r| {
+                Ok(Sms {
+                    sms_id: r.get(0)?,
+                    user_id: r.get(1)?,
+                    transfer_id: r.get(2)?,
+                    text: r.get(3)?,
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+        .map_err(Problem::internal)?;
+    Ok(json(StatusCode::OK, &sms))
+}
+
+#[derive(Deserialize, Default)]
+struct ReplayBody {
+    #[serde(default)]
+    from_event: i64,
+}
+
+#[derive(Serialize)]
+struct Replayed {
+    republished: usize,
+}
+
+async fn replay_outbox(State(app): State<App>, req: Request) -> Result<Response, Problem> {
+    let body: ReplayBody = parse_optional(&body_of(req).await?)?;
+    let republished = app
+        .db
+        .call(move |c| outbox::replay_from(c, body.from_event))
+        .await
+        .map_err(Problem::internal)?;
+    app.relay_wake.notify_one();
+    Ok(json(StatusCode::OK, &Replayed { republished }))
+}
+
+/// Counters the tests and the simulator check invariants with.
+#[derive(Serialize, Debug, Clone, Copy)]
+pub struct Stats {
+    idempotency_keys: i64,
+    keys_in_progress: i64,
+    outbox_pending: i64,
+    ledger_entries: i64,
+    sms_sent: i64,
+    credits: i64,
+}
+
+fn stats(c: &Connection) -> Result<Stats, DbError> {
+    let count = |sql: &str| -> Result<i64, DbError> { Ok(c.query_row(sql, [], |r| r.get(0))?) };
+    Ok(Stats {
+        idempotency_keys: count("SELECT COUNT(*) FROM idempotency_keys")?,
+        keys_in_progress: count(
+            "SELECT COUNT(*) FROM idempotency_keys WHERE state = 'in_progress'",
+        )?,
+        outbox_pending: count("SELECT COUNT(*) FROM outbox WHERE published = 0")?,
+        ledger_entries: count("SELECT COUNT(*) FROM ledger")?,
+        sms_sent: count("SELECT COUNT(*) FROM sms")?,
+        credits: count("SELECT COUNT(*) FROM ledger WHERE kind = 'credit'")?,
+    })
+}
+
+async fn get_stats(State(app): State<App>) -> Result<Response, Problem> {
+    let s = app.db.call(|c| stats(c)).await.map_err(Problem::internal)?;
+    Ok(json(StatusCode::OK, &s))
+}
+
+async fn settle(State(app): State<App>) -> Result<Response, Problem> {
+    let deadline = tokio::time::Instant::now() + SETTLE_LIMIT;
+    loop {
+        app.relay_wake.notify_one();
+        let s = app.db.call(|c| stats(c)).await.map_err(Problem::internal)?;
+        // The relay marks an event published only after every consumer handled it.
+        if s.outbox_pending == 0 || tokio::time::Instant::now() >= deadline {
+            return Ok(json(StatusCode::OK, &s));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct ClockBody {
+    #[serde(default)]
+    advance_ms: i64,
+}
+
+#[derive(Serialize)]
+struct ClockNow {
+    now: String,
+    offset_ms: i64,
+}
+
+async fn advance_clock(State(app): State<App>, req: Request) -> Result<Response, Problem> {
+    let body: ClockBody = parse_optional(&body_of(req).await?)?;
+    if body.advance_ms < 0 {
+        return Err(Problem::invalid("the clock only moves forward"));
+    }
+    let offset_ms = app.clock.advance(body.advance_ms);
+    // Let the reaper see the new time at once (lock timeouts, key expiry).
+    app.reaper_wake.notify_one();
+    Ok(json(
+        StatusCode::OK,
+        &ClockNow {
+            now: crate::clock::rfc3339(app.clock.now_ms()),
+            offset_ms,
+        },
+    ))
+}
+
+#[derive(Serialize)]
+struct ReapResult {
+    completed: usize,
+    released: usize,
+    expired: usize,
+}
+
+async fn reap(State(app): State<App>) -> Result<Response, Problem> {
+    let p = reaper::pass(&app).await.map_err(Problem::internal)?;
+    Ok(json(
+        StatusCode::OK,
+        &ReapResult {
+            completed: p.completed,
+            released: p.released,
+            expired: p.expired,
+        },
+    ))
+}
+
+#[derive(Serialize)]
+struct PlainCreated {
+    id: i64,
+}
+
+/// The baseline for benchmarks: same auth, parsing and validation as a transfer, then one
+/// plain INSERT with no idempotency (same connection, same `synchronous`).
+async fn bench_plain(State(app): State<App>, req: Request) -> Result<Response, Problem> {
+    let (parts, body) = req.into_parts();
+    let headers: &HeaderMap = &parts.headers;
+    let caller = authenticate(&app, headers).await?;
+    require_json(headers)?;
+    let bytes = read_body(headers, body).await?;
+    let valid = transfer::validate(&app, &caller, &bytes).await?;
+    let now = app.clock.now_ms();
+    let id = app
+        .db
+        .call(move |c| {
+            c.execute(
+                "INSERT INTO bench_plain (user_id, to_user_id, amount_minor, currency, note, created_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![caller.user_id, valid.to_user_id, valid.amount_minor, valid.currency, valid.note, now],
+            )?;
+            Ok(c.last_insert_rowid())
+        })
+        .await
+        .map_err(Problem::internal)?;
+    Ok(json(StatusCode::CREATED, &PlainCreated { id }))
+}

@@ -1,0 +1,196 @@
+//! `POST /v1/transfers` and the status look-ups that resolve an unknown outcome.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::{authenticate, read_body, require_json};
+use crate::idempotency::{self, parse_key, KeyError};
+use crate::ledger;
+use crate::problem::Problem;
+use crate::serve::ConnKill;
+use crate::transfer::{self, Answer};
+use crate::App;
+
+/// Header carrying the client's idempotency key.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
+/// Reads the single `Idempotency-Key` header.
+fn key_from(headers: &HeaderMap) -> Result<String, Problem> {
+    let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
+    let result = match (values.next(), values.next()) {
+        (None, _) => Err(KeyError::Missing),
+        (Some(_), Some(_)) => Err(KeyError::Invalid("send exactly one Idempotency-Key header")),
+        (Some(v), None) => parse_key(v.as_bytes()),
+    };
+    result.map_err(key_problem)
+}
+
+fn key_problem(e: KeyError) -> Problem {
+    match e {
+        KeyError::Missing => Problem::new(
+            StatusCode::BAD_REQUEST,
+            "idempotency_key_missing",
+            "POST /v1/transfers requires an Idempotency-Key header",
+        ),
+        KeyError::Invalid(why) => {
+            Problem::new(StatusCode::BAD_REQUEST, "idempotency_key_invalid", why)
+        }
+    }
+}
+
+/// `POST /v1/transfers`.
+pub async fn post_transfer(State(app): State<App>, req: Request) -> Result<Response, Problem> {
+    let (parts, body) = req.into_parts();
+    let kill = parts.extensions.get::<ConnKill>().cloned();
+    let caller = authenticate(&app, &parts.headers).await?;
+    require_json(&parts.headers)?;
+    let key = key_from(&parts.headers)?;
+    let bytes = read_body(&parts.headers, body).await?;
+    // Validation failures are answered before the key is claimed, so they store nothing.
+    let valid = transfer::validate(&app, &caller, &bytes).await?;
+    let hash = idempotency::request_hash("POST", parts.uri.path(), &bytes);
+
+    // Spawned: a client hanging up must not abandon a half-done transfer.
+    let spawn = || {
+        tokio::spawn(transfer::execute(
+            app.clone(),
+            caller.clone(),
+            key.clone(),
+            hash.clone(),
+            valid.clone(),
+        ))
+    };
+    let answer = if app.faults.roll_duplicate() {
+        // A load balancer replaying the request: two concurrent executions, one answer.
+        let (a, b) = tokio::join!(spawn(), spawn());
+        let (a, b) = (joined(a), joined(b));
+        tracing::info!(a = a.status, b = b.status, "duplicate delivery fault");
+        if app.faults.coin() {
+            a
+        } else {
+            b
+        }
+    } else {
+        joined(spawn().await)
+    };
+
+    if answer.committed && app.faults.roll_drop_response() {
+        tracing::info!(key, "fault: dropping the response of a committed transfer");
+        return Ok(match kill {
+            Some(kill) => {
+                kill.kill();
+                // The connection task drops this future together with the socket.
+                std::future::pending::<()>().await;
+                Problem::internal("unreachable after connection drop").into_response()
+            }
+            // Served through a plain router: a body that fails aborts the connection.
+            None => Response::new(Body::new(FailingBody)),
+        });
+    }
+    Ok(answer.into_response())
+}
+
+fn joined(r: Result<Answer, tokio::task::JoinError>) -> Answer {
+    r.unwrap_or_else(|e| Problem::internal(e).into())
+}
+
+/// A body whose first frame is an error, so the server aborts the connection.
+struct FailingBody;
+
+impl http_body::Body for FailingBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
+        Poll::Ready(Some(Err(std::io::Error::other(
+            "response dropped by fault",
+        ))))
+    }
+}
+
+fn transfer_not_found() -> Problem {
+    Problem::new(
+        StatusCode::NOT_FOUND,
+        "transfer_not_found",
+        "no transfer of yours matches",
+    )
+}
+
+fn transfer_response(record: &ledger::TransferRecord) -> Response {
+    Answer {
+        status: 200,
+        body: record.to_json(),
+        replayed: false,
+        retry_after: None,
+        committed: false,
+    }
+    .into_response()
+}
+
+/// `GET /v1/transfers/{transfer_id}` (the caller's own only).
+pub async fn get_by_id(
+    State(app): State<App>,
+    Path(transfer_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let caller = authenticate(&app, &headers).await?;
+    let record = app
+        .db
+        .call(move |c| ledger::debit_by_transfer(c, &caller.user_id, &transfer_id))
+        .await
+        .map_err(Problem::internal)?;
+    record
+        .map(|r| transfer_response(&r))
+        .ok_or_else(transfer_not_found)
+}
+
+/// `GET /v1/transfers?idempotency_key=K`: what happened to the request sent with K.
+pub async fn get_by_key(
+    State(app): State<App>,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, Problem> {
+    let caller = authenticate(&app, &headers).await?;
+    let Query(query) = query.map_err(|e| Problem::invalid(e.body_text()))?;
+    let raw = query
+        .get("idempotency_key")
+        .ok_or_else(|| key_problem(KeyError::Missing))?;
+    let key = parse_key(raw.as_bytes()).map_err(key_problem)?;
+    let found = app
+        .db
+        .call(move |c| {
+            // The ledger first: it outlives the key row (window expiry).
+            if let Some((record, _)) = ledger::debit_by_key(c, &caller.user_id, &key)? {
+                return Ok(Ok(record));
+            }
+            Ok(Err(idempotency::read(c, &caller.user_id, &key)?))
+        })
+        .await
+        .map_err(Problem::internal)?;
+    match found {
+        Ok(record) => Ok(transfer_response(&record)),
+        Err(Some(row)) if row.completed => {
+            let status = row.status.unwrap_or(500);
+            Ok(Answer {
+                status,
+                body: row.body.unwrap_or_default(),
+                replayed: true,
+                retry_after: None,
+                committed: false,
+            }
+            .into_response())
+        }
+        Err(Some(_)) => Err(Problem::key_in_use()),
+        Err(None) => Err(transfer_not_found()),
+    }
+}

@@ -1,0 +1,102 @@
+//! The reaper: resolves keys stuck `IN_PROGRESS` and expires old key buckets.
+
+use std::time::Duration;
+
+use rusqlite::{params, Connection, TransactionBehavior};
+use tokio::sync::watch;
+
+use crate::db::DbError;
+use crate::{idempotency, ledger, App};
+
+/// What one reaper pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Pass {
+    /// Stuck keys completed from a ledger debit (money had moved).
+    pub completed: usize,
+    /// Stuck keys released (no money moved): a retry will execute once.
+    pub released: usize,
+    /// Key rows removed by bucket expiry.
+    pub expired: usize,
+}
+
+/// How often the reaper looks: a quarter of the lock timeout, between 20 ms and 1 s.
+pub fn interval(lock_timeout: Duration) -> Duration {
+    (lock_timeout / 4).clamp(Duration::from_millis(20), Duration::from_secs(1))
+}
+
+/// Runs until shutdown.
+pub async fn run(app: App, mut shutdown: watch::Receiver<bool>) {
+    let every = interval(app.config.lock_timeout);
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            _ = app.reaper_wake.notified() => {}
+            _ = tokio::time::sleep(every) => {}
+        }
+        match pass(&app).await {
+            Ok(p) if p != Pass::default() => tracing::info!(?p, "reaper pass"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(%e, "reaper pass failed"),
+        }
+    }
+}
+
+/// One pass at the current server time.
+pub async fn pass(app: &App) -> Result<Pass, DbError> {
+    let now = app.clock.now_ms();
+    let lock_timeout_ms = i64::try_from(app.config.lock_timeout.as_millis()).unwrap_or(i64::MAX);
+    let window_ms = app.key_window_ms();
+    app.db
+        .call(move |c| {
+            let mut p = resolve_stuck(c, now.saturating_sub(lock_timeout_ms))?;
+            p.expired = idempotency::expire(c, now, window_ms)?;
+            Ok(p)
+        })
+        .await
+}
+
+/// Completes or releases every key locked before `locked_before`.
+fn resolve_stuck(conn: &mut Connection, locked_before: i64) -> Result<Pass, DbError> {
+    let mut p = Pass::default();
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let stuck: Vec<(String, String, String)> = {
+        let mut stmt = tx.prepare(
+            "SELECT user_id, idem_key, lock_id FROM idempotency_keys
+             WHERE state = 'in_progress' AND locked_at_ms < ?1",
+        )?;
+        let rows = stmt.query_map(params![locked_before], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        rows.collect::<Result<_, _>>()?
+    };
+    for (user, key, lock_id) in stuck {
+        // Ask the ledger whether money moved under this key; it is the source of truth.
+        match ledger::debit_by_key(&tx, &user, &key)? {
+            Some((record, _)) => {
+                idempotency::complete(&tx, &user, &key, &lock_id, 201, &record.to_json())?;
+                p.completed += 1;
+            }
+            None => {
+                idempotency::release(&tx, &user, &key, &lock_id)?;
+                p.released += 1;
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_is_bounded() {
+        assert_eq!(interval(Duration::from_secs(60)), Duration::from_secs(1));
+        assert_eq!(interval(Duration::from_secs(1)), Duration::from_millis(250));
+        assert_eq!(
+            interval(Duration::from_millis(10)),
+            Duration::from_millis(20)
+        );
+    }
+}

@@ -1,0 +1,77 @@
+//! The accept loop: HTTP/1.1 connections that a handler can drop without any answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify};
+use tower::ServiceExt;
+
+/// How long open connections get to finish after shutdown starts.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// Request extension that closes the request's TCP connection without a response.
+///
+/// This is why the server has its own accept loop: the "response lost after commit"
+/// fault needs the client to see a dead connection, not a status line.
+#[derive(Clone, Debug)]
+pub struct ConnKill(Arc<Notify>);
+
+impl ConnKill {
+    /// Drops the connection; the handler's answer is never written.
+    pub fn kill(&self) {
+        self.0.notify_one();
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` flips, then drains open connections.
+pub async fn serve(listener: TcpListener, router: Router, mut shutdown: watch::Receiver<bool>) {
+    let graceful = GracefulShutdown::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _peer) = match accepted {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        // Usually EMFILE: back off instead of spinning.
+                        tracing::warn!(%e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    }
+                };
+                let kill = Arc::new(Notify::new());
+                let handle = ConnKill(Arc::clone(&kill));
+                let router = router.clone();
+                let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+                    let mut req = req.map(Body::new);
+                    req.extensions_mut().insert(handle.clone());
+                    router.clone().oneshot(req)
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service);
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    tokio::select! {
+                        result = conn => {
+                            if let Err(e) = result {
+                                tracing::debug!(%e, "connection ended with an error");
+                            }
+                        }
+                        _ = kill.notified() => tracing::info!("connection dropped by fault injection"),
+                    }
+                });
+            }
+            _ = shutdown.changed() => break,
+        }
+    }
+    drop(listener);
+    tokio::select! {
+        _ = graceful.shutdown() => {}
+        _ = tokio::time::sleep(DRAIN) => tracing::warn!("connections still open after the drain period"),
+    }
+}
