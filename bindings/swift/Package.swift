@@ -1,0 +1,33 @@
+// swift-tools-version:5.9
+// SwiftPM package of the sendonce Swift bindings.
+//
+//   sendonce_ffiFFI  C module: generated header + module.modulemap (links libsendonce_ffi)
+//   SendOnceFFI      generated Swift (uniffi); do not edit, made by scripts/gen-bindings
+//   SendOnce         the thin idiomatic layer apps import
+//
+// Generated sources are gitignored: run scripts/gen-bindings first (scripts/test-all does).
+// The host-built library is found in SENDONCE_FFI_LIB_DIR, or ../../target/debug.
+import PackageDescription
+
+let libDir = Context.environment["SENDONCE_FFI_LIB_DIR"]
+    ?? "\(Context.packageDirectory)/../../target/debug"
+
+let package = Package(
+    name: "SendOnce",
+    products: [
+        .library(name: "SendOnce", targets: ["SendOnce"]),
+    ],
+    targets: [
+        .systemLibrary(name: "sendonce_ffiFFI", path: "Sources/sendonce_ffiFFI"),
+        .target(
+            name: "SendOnceFFI",
+            dependencies: ["sendonce_ffiFFI"],
+            path: "Sources/SendOnceFFI",
+            linkerSettings: [
+                .unsafeFlags(["-L", libDir, "-Xlinker", "-rpath", "-Xlinker", libDir]),
+            ]
+        ),
+        .target(name: "SendOnce", dependencies: ["SendOnceFFI"], path: "Sources/SendOnce"),
+        .testTarget(name: "SendOnceTests", dependencies: ["SendOnce"], path: "Tests/SendOnceTests"),
+    ]
+)
