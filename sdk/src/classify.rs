@@ -31,7 +31,10 @@ pub enum Verdict {
 /// Classifies a transport result.
 pub fn classify(result: &Result<HttpResponse, TransportError>) -> Verdict {
     match result {
-        Err(e) => Verdict::Retry { retry_after_ms: None, error: e.to_string() },
+        Err(e) => Verdict::Retry {
+            retry_after_ms: None,
+            error: e.to_string(),
+        },
         Ok(response) => classify_response(response),
     }
 }
@@ -39,11 +42,17 @@ pub fn classify(result: &Result<HttpResponse, TransportError>) -> Verdict {
 fn classify_response(r: &HttpResponse) -> Verdict {
     let problem = Problem::parse(&r.body);
     let retry_after_ms = r.header("retry-after").and_then(parse_retry_after);
-    let rejection = || Rejection { code: problem.code.clone(), detail: problem.detail.clone(), http_status: r.status };
+    let rejection = || Rejection {
+        code: problem.code.clone(),
+        detail: problem.detail.clone(),
+        http_status: r.status,
+    };
     match r.status {
         200..=299 => Verdict::Succeeded {
             server_transfer_id: transfer_id(&r.body),
-            replayed: r.header("idempotent-replayed").is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            replayed: r
+                .header("idempotent-replayed")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
         },
         401 | 403 => Verdict::AuthRequired(format!("{} {}", r.status, problem.code)),
         409 => Verdict::Retry {
@@ -51,9 +60,10 @@ fn classify_response(r: &HttpResponse) -> Verdict {
             error: "409 the first attempt is still running on the server".into(),
         },
         422 if problem.code == "idempotency_key_reused" => Verdict::Failed(rejection()),
-        408 | 425 | 429 | 500..=599 => {
-            Verdict::Retry { retry_after_ms, error: format!("{} {}", r.status, problem.code).trim().to_string() }
-        }
+        408 | 425 | 429 | 500..=599 => Verdict::Retry {
+            retry_after_ms,
+            error: format!("{} {}", r.status, problem.code).trim().to_string(),
+        },
         // 402 and every other 4xx are definitive answers about this request.
         _ => Verdict::Rejected(rejection()),
     }
@@ -79,8 +89,20 @@ struct Problem {
 impl Problem {
     fn parse(body: &[u8]) -> Self {
         let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
-        let text = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or_default().to_string();
+        let text = |k: &str| {
+            v.get(k)
+                .and_then(|x| x.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
         let code = text("code");
-        Problem { code: if code.is_empty() { "unknown".into() } else { code }, detail: text("detail") }
+        Problem {
+            code: if code.is_empty() {
+                "unknown".into()
+            } else {
+                code
+            },
+            detail: text("detail"),
+        }
     }
 }

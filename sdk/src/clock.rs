@@ -17,7 +17,10 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> i64 {
-        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)
     }
     fn real_duration(&self, ms: i64) -> Duration {
         Duration::from_millis(ms.max(0) as u64)
@@ -36,7 +39,12 @@ pub struct SimClock {
 impl SimClock {
     /// A clock starting at `start_ms` running `speed` times faster than real time.
     pub fn new(start_ms: i64, speed: f64) -> Self {
-        Self { origin: Instant::now(), origin_ms: start_ms, speed: speed.max(1e-3), jumped_ms: AtomicI64::new(0) }
+        Self {
+            origin: Instant::now(),
+            origin_ms: start_ms,
+            speed: speed.max(1e-3),
+            jumped_ms: AtomicI64::new(0),
+        }
     }
 
     /// Moves the clock by `ms` (negative jumps backwards, as a user changing the device time would).

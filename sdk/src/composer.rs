@@ -8,9 +8,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::core::Core;
-use crate::sdk::persist;
 use crate::error::{Result, SdkError};
 use crate::model::{Rejection, Transfer, TransferRequest, TransferState};
+use crate::sdk::persist;
 
 /// What the confirm screen shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,10 +52,20 @@ impl ComposerState {
     /// The state a transfer puts the screen in.
     pub fn of(t: &Transfer) -> Self {
         match t.state {
-            TransferState::Pending => Self::Submitting { transfer: Some(t.clone()) },
-            TransferState::Sending if t.attempts <= 1 => Self::Submitting { transfer: Some(t.clone()) },
-            TransferState::Sending | TransferState::Retrying => Self::Waiting { transfer: t.clone(), needs_auth: false },
-            TransferState::AuthRequired => Self::Waiting { transfer: t.clone(), needs_auth: true },
+            TransferState::Pending => Self::Submitting {
+                transfer: Some(t.clone()),
+            },
+            TransferState::Sending if t.attempts <= 1 => Self::Submitting {
+                transfer: Some(t.clone()),
+            },
+            TransferState::Sending | TransferState::Retrying => Self::Waiting {
+                transfer: t.clone(),
+                needs_auth: false,
+            },
+            TransferState::AuthRequired => Self::Waiting {
+                transfer: t.clone(),
+                needs_auth: true,
+            },
             TransferState::Succeeded => Self::Done { receipt: t.clone() },
             TransferState::Rejected | TransferState::Failed => Self::Rejected {
                 reason: t.rejection.clone().unwrap_or(Rejection {
@@ -65,7 +75,9 @@ impl ComposerState {
                 }),
                 transfer: t.clone(),
             },
-            TransferState::NeedsAttention => Self::NeedsAttention { transfer: t.clone() },
+            TransferState::NeedsAttention => Self::NeedsAttention {
+                transfer: t.clone(),
+            },
         }
     }
 
@@ -101,7 +113,10 @@ struct Shared {
 
 impl Shared {
     fn current(&self) -> Option<String> {
-        self.current.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Re-reads the followed transfer; read and publish happen under one lock so a stale read never wins.
@@ -124,14 +139,23 @@ impl Shared {
 
 impl Composer {
     pub(crate) fn new(core: Arc<Core>, handle: Handle, attached: Option<Transfer>) -> Self {
-        let initial = attached.as_ref().map(ComposerState::of).unwrap_or(ComposerState::Editing);
+        let initial = attached
+            .as_ref()
+            .map(ComposerState::of)
+            .unwrap_or(ComposerState::Editing);
         let shared = Arc::new(Shared {
             current: Mutex::new(attached.map(|t| t.local_id)),
             state: watch::channel(initial).0,
             listener: Mutex::new(None),
         });
         let follower = handle.spawn(follow(core.clone(), shared.clone()));
-        Self { core, handle, shared, confirm_lock: tokio::sync::Mutex::new(()), follower }
+        Self {
+            core,
+            handle,
+            shared,
+            confirm_lock: tokio::sync::Mutex::new(()),
+            follower,
+        }
     }
 
     /// The user tapped Send: the first call mints the key and persists the transfer; every later call
@@ -139,17 +163,25 @@ impl Composer {
     pub async fn confirm(&self, request: TransferRequest) -> Result<Transfer> {
         let _one_at_a_time = self.confirm_lock.lock().await;
         if let Some(id) = self.shared.current() {
-            let existing = self.core.store.get(&id)?.ok_or_else(|| SdkError::NotFound(id.clone()))?;
+            let existing = self
+                .core
+                .store
+                .get(&id)?
+                .ok_or_else(|| SdkError::NotFound(id.clone()))?;
             if !ComposerState::of(&existing).send_enabled() {
                 return Ok(existing);
             }
         }
         request.validate()?;
         let previous = self.shared.state.borrow().clone();
-        self.shared.set(None, ComposerState::Submitting { transfer: None });
+        self.shared
+            .set(None, ComposerState::Submitting { transfer: None });
         match persist(&self.core, &self.handle, request).await {
             Ok(transfer) => {
-                self.shared.set(Some(transfer.local_id.clone()), ComposerState::of(&transfer));
+                self.shared.set(
+                    Some(transfer.local_id.clone()),
+                    ComposerState::of(&transfer),
+                );
                 self.shared.refresh(&self.core)?;
                 Ok(transfer)
             }
@@ -180,7 +212,10 @@ impl Composer {
 
     /// Starts a new intent (the user chose "send another"); refused while the current transfer is unfinished.
     pub fn new_intent(&self) -> Result<()> {
-        if matches!(self.state(), ComposerState::Submitting { .. } | ComposerState::Waiting { .. }) {
+        if matches!(
+            self.state(),
+            ComposerState::Submitting { .. } | ComposerState::Waiting { .. }
+        ) {
             return Err(SdkError::TransferUnfinished);
         }
         self.shared.set(None, ComposerState::Editing);
@@ -189,7 +224,11 @@ impl Composer {
 
     /// Sets (or clears) the listener told of every state change, in order.
     pub fn set_listener(&self, listener: Option<Arc<dyn ComposerListener>>) {
-        *self.shared.listener.lock().unwrap_or_else(|p| p.into_inner()) = listener;
+        *self
+            .shared
+            .listener
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = listener;
     }
 
     /// A receiver of state changes (Rust callers).

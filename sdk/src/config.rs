@@ -100,24 +100,45 @@ impl SdkConfig {
         let rest = url
             .strip_prefix("https://")
             .or_else(|| url.strip_prefix("http://"))
-            .ok_or_else(|| SdkError::InvalidConfig(format!("base URL {:?} must start with http:// or https://", self.base_url)))?;
+            .ok_or_else(|| {
+                SdkError::InvalidConfig(format!(
+                    "base URL {:?} must start with http:// or https://",
+                    self.base_url
+                ))
+            })?;
         if rest.is_empty() || rest.contains(char::is_whitespace) {
-            return Err(SdkError::InvalidConfig(format!("base URL {:?} has no host", self.base_url)));
+            return Err(SdkError::InvalidConfig(format!(
+                "base URL {:?} has no host",
+                self.base_url
+            )));
         }
         if reqwest::Url::parse(url).is_err() {
-            return Err(SdkError::InvalidConfig(format!("base URL {:?} does not parse", self.base_url)));
+            return Err(SdkError::InvalidConfig(format!(
+                "base URL {:?} does not parse",
+                self.base_url
+            )));
         }
         if self.request_timeout.is_zero() || self.connect_timeout.is_zero() {
-            return Err(SdkError::InvalidConfig("timeouts must be above zero".into()));
+            return Err(SdkError::InvalidConfig(
+                "timeouts must be above zero".into(),
+            ));
         }
         let r = &self.retry;
-        if r.base.is_zero() || r.cap < r.base || r.give_up_after.is_zero() || r.budget_burst == 0 || r.budget_per_second <= 0.0 {
+        if r.base.is_zero()
+            || r.cap < r.base
+            || r.give_up_after.is_zero()
+            || r.budget_burst == 0
+            || r.budget_per_second <= 0.0
+        {
             return Err(SdkError::InvalidConfig(
-                "retry policy needs base > 0, cap >= base, give_up_after > 0 and a positive budget".into(),
+                "retry policy needs base > 0, cap >= base, give_up_after > 0 and a positive budget"
+                    .into(),
             ));
         }
         if self.max_concurrent_sends == 0 {
-            return Err(SdkError::InvalidConfig("max_concurrent_sends must be above zero".into()));
+            return Err(SdkError::InvalidConfig(
+                "max_concurrent_sends must be above zero".into(),
+            ));
         }
         Ok(())
     }

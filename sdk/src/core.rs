@@ -21,6 +21,13 @@ pub trait TransferListener: Send + Sync {
     fn on_transfer_changed(&self, transfer: Transfer);
 }
 
+/// The profile in force, the transport requests go through, and the simulator inside it (if any).
+type ActiveTransport = (
+    NetworkProfile,
+    Arc<dyn Transport>,
+    Option<Arc<SimTransport>>,
+);
+
 pub(crate) struct Core {
     pub store: Store,
     pub config: SdkConfig,
@@ -30,7 +37,7 @@ pub(crate) struct Core {
     pub events: broadcast::Sender<Transfer>,
     pub changes: watch::Sender<u64>,
     base_transport: Arc<dyn Transport>,
-    transport: RwLock<(NetworkProfile, Arc<dyn Transport>, Option<Arc<SimTransport>>)>,
+    transport: RwLock<ActiveTransport>,
     token: RwLock<Option<String>>,
     token_generation: AtomicU64,
     network_available: AtomicBool,
@@ -92,7 +99,10 @@ impl Core {
 
     /// Calls every listener; a listener that panics (or whose foreign code throws) is logged, never fatal.
     pub fn notify_listeners(&self, transfer: &Transfer) {
-        let listeners: Vec<_> = read(&self.listeners).iter().map(|(_, l)| l.clone()).collect();
+        let listeners: Vec<_> = read(&self.listeners)
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect();
         for listener in listeners {
             let t = transfer.clone();
             if catch_unwind(AssertUnwindSafe(|| listener.on_transfer_changed(t))).is_err() {
@@ -120,7 +130,11 @@ impl Core {
         *slot = match profile.settings(seed) {
             None => (profile, self.base_transport.clone(), None),
             Some(settings) => {
-                let sim = Arc::new(SimTransport::new(self.base_transport.clone(), self.clock.clone(), settings));
+                let sim = Arc::new(SimTransport::new(
+                    self.base_transport.clone(),
+                    self.clock.clone(),
+                    settings,
+                ));
                 (profile, sim.clone() as Arc<dyn Transport>, Some(sim))
             }
         };
@@ -131,7 +145,11 @@ impl Core {
     }
 
     pub fn netsim_stats(&self) -> NetsimStats {
-        read(&self.transport).2.as_ref().map(|s| s.stats()).unwrap_or_default()
+        read(&self.transport)
+            .2
+            .as_ref()
+            .map(|s| s.stats())
+            .unwrap_or_default()
     }
 
     pub fn access_token(&self) -> Option<String> {

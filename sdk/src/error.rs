@@ -51,11 +51,14 @@ impl From<rusqlite::Error> for SdkError {
     fn from(e: rusqlite::Error) -> Self {
         use rusqlite::ErrorCode as C;
         match e.sqlite_error_code() {
-            Some(C::NotADatabase) | Some(C::DatabaseCorrupt) => SdkError::StorageCorrupt(e.to_string()),
-            Some(C::DiskFull) => SdkError::StorageFull(e.to_string()),
-            Some(C::CannotOpen) | Some(C::ReadOnly) | Some(C::PermissionDenied) | Some(C::SystemIoFailure) => {
-                SdkError::StorageUnavailable(e.to_string())
+            Some(C::NotADatabase) | Some(C::DatabaseCorrupt) => {
+                SdkError::StorageCorrupt(e.to_string())
             }
+            Some(C::DiskFull) => SdkError::StorageFull(e.to_string()),
+            Some(C::CannotOpen)
+            | Some(C::ReadOnly)
+            | Some(C::PermissionDenied)
+            | Some(C::SystemIoFailure) => SdkError::StorageUnavailable(e.to_string()),
             _ => SdkError::StorageUnavailable(e.to_string()),
         }
     }

@@ -22,7 +22,10 @@ impl TransferRequest {
     /// Checks the request before anything is persisted.
     pub fn validate(&self) -> Result<()> {
         if self.amount_minor <= 0 {
-            return Err(SdkError::InvalidAmount(format!("{} must be above zero", self.amount_minor)));
+            return Err(SdkError::InvalidAmount(format!(
+                "{} must be above zero",
+                self.amount_minor
+            )));
         }
         if self.amount_minor > MAX_AMOUNT_MINOR {
             return Err(SdkError::InvalidAmount(format!(
@@ -31,15 +34,22 @@ impl TransferRequest {
             )));
         }
         if self.currency.len() != 3 || !self.currency.bytes().all(|b| b.is_ascii_uppercase()) {
-            return Err(SdkError::InvalidCurrency(format!("{:?} is not a three-letter upper-case code", self.currency)));
+            return Err(SdkError::InvalidCurrency(format!(
+                "{:?} is not a three-letter upper-case code",
+                self.currency
+            )));
         }
         let to = &self.to_user_id;
         if to.is_empty() || to.len() > 128 || !to.chars().all(|c| c.is_ascii_graphic()) {
-            return Err(SdkError::InvalidRecipient(format!("{to:?} must be 1-128 visible ASCII characters")));
+            return Err(SdkError::InvalidRecipient(format!(
+                "{to:?} must be 1-128 visible ASCII characters"
+            )));
         }
         if let Some(note) = &self.note {
             if note.chars().count() > 140 || note.chars().any(char::is_control) {
-                return Err(SdkError::InvalidNote("at most 140 characters, no control characters".into()));
+                return Err(SdkError::InvalidNote(
+                    "at most 140 characters, no control characters".into(),
+                ));
             }
         }
         Ok(())

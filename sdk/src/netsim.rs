@@ -100,7 +100,11 @@ impl NetworkProfile {
         let clean = NetsimSettings::clean(seed);
         Some(match self {
             Self::Off => return None,
-            Self::Offline => NetsimSettings { tunnel_every_ms: 0, tunnel_length_ms: u64::MAX, ..clean },
+            Self::Offline => NetsimSettings {
+                tunnel_every_ms: 0,
+                tunnel_length_ms: u64::MAX,
+                ..clean
+            },
             Self::Train => NetsimSettings {
                 latency_ms: 1_500,
                 latency_jitter_ms: 1_000,
@@ -120,7 +124,12 @@ impl NetworkProfile {
                 timeout_rate: 0.05,
                 ..clean
             },
-            Self::LbReplay => NetsimSettings { latency_ms: 50, latency_jitter_ms: 30, duplicate_rate: 0.5, ..clean },
+            Self::LbReplay => NetsimSettings {
+                latency_ms: 50,
+                latency_jitter_ms: 30,
+                duplicate_rate: 0.5,
+                ..clean
+            },
             Self::Custom(s) => NetsimSettings { seed, ..s.clone() },
         })
     }
@@ -155,7 +164,13 @@ pub struct SimTransport {
 impl SimTransport {
     /// Wraps `inner` with these faults.
     pub fn new(inner: Arc<dyn Transport>, clock: Arc<dyn Clock>, settings: NetsimSettings) -> Self {
-        Self { inner, clock, settings, draws: AtomicU64::new(0), stats: Default::default() }
+        Self {
+            inner,
+            clock,
+            settings,
+            draws: AtomicU64::new(0),
+            stats: Default::default(),
+        }
     }
 
     /// What happened so far.
@@ -191,7 +206,13 @@ impl SimTransport {
     }
 
     fn draw(&self) -> u64 {
-        splitmix64(self.settings.seed ^ self.draws.fetch_add(1, Ordering::Relaxed).wrapping_mul(0xD6E8_FEB8_6659_FD93))
+        splitmix64(
+            self.settings.seed
+                ^ self
+                    .draws
+                    .fetch_add(1, Ordering::Relaxed)
+                    .wrapping_mul(0xD6E8_FEB8_6659_FD93),
+        )
     }
 
     fn count(&self, i: usize) {
@@ -232,13 +253,18 @@ impl SimTransport {
             self.count(4);
             let (a, b) = tokio::join!(self.inner.send(request.clone()), self.inner.send(request));
             // The client gets whichever copy the balancer answered with; pick one at random.
-            if self.draw() & 1 == 0 { a } else { b }
+            if self.draw() & 1 == 0 {
+                a
+            } else {
+                b
+            }
         } else {
             self.inner.send(request).await
         };
         if answer.is_ok() && self.chance(s.drop_response_rate) {
             self.count(3);
-            self.wait(s.timeout_ms.saturating_sub(self.latency() / 2)).await;
+            self.wait(s.timeout_ms.saturating_sub(self.latency() / 2))
+                .await;
             return Err(TransportError::Timeout);
         }
         self.wait(self.latency() / 2).await;

@@ -33,7 +33,9 @@ pub fn next_attempt(policy: &RetryPolicy, input: &ScheduleInput) -> NextAttempt 
         Some(after) => after.clamp(0, cap),
         None => {
             let exp = input.attempts.saturating_sub(1).min(40);
-            let ceiling = (policy.base.as_millis() as i64).saturating_mul(1i64 << exp).min(cap);
+            let ceiling = (policy.base.as_millis() as i64)
+                .saturating_mul(1i64 << exp)
+                .min(cap);
             if policy.jitter {
                 (jitter_fraction(input.jitter_seed, input.attempts) * ceiling as f64) as i64
             } else {
@@ -42,7 +44,9 @@ pub fn next_attempt(policy: &RetryPolicy, input: &ScheduleInput) -> NextAttempt 
         }
     };
     let at = input.last_attempt_at_ms.saturating_add(delay);
-    let horizon = input.created_at_ms.saturating_add(policy.give_up_after.as_millis() as i64);
+    let horizon = input
+        .created_at_ms
+        .saturating_add(policy.give_up_after.as_millis() as i64);
     if at >= horizon {
         NextAttempt::GiveUp
     } else {
@@ -58,7 +62,9 @@ pub fn jitter_fraction(seed: u64, attempt: u32) -> f64 {
 
 /// A stable seed from text (FNV-1a), e.g. from an idempotency key.
 pub fn seed_of(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// SplitMix64: a tiny, well-studied mixer; enough for jitter and simulation, not for secrets.
@@ -82,7 +88,12 @@ impl RetryBudget {
     /// A full bucket.
     pub fn new(policy: &RetryPolicy, now_ms: i64) -> Self {
         let burst = policy.budget_burst as f64;
-        Self { burst, per_ms: policy.budget_per_second / 1000.0, tokens: burst, last_ms: now_ms }
+        Self {
+            burst,
+            per_ms: policy.budget_per_second / 1000.0,
+            tokens: burst,
+            last_ms: now_ms,
+        }
     }
 
     /// Takes one retry token, or says when one will be there.

@@ -25,7 +25,9 @@ pub struct Sdk {
 
 impl std::fmt::Debug for Sdk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sdk").field("db", &self.core.store.path()).finish_non_exhaustive()
+        f.debug_struct("Sdk")
+            .field("db", &self.core.store.path())
+            .finish_non_exhaustive()
     }
 }
 
@@ -57,7 +59,12 @@ impl Sdk {
         tracing::info!(db = %core.store.path().display(), recovered = recovered.len(), "sendonce opened");
         let sender = handle.spawn(sender::run(core.clone()));
         let dispatcher = handle.spawn(dispatch_listeners(core.clone()));
-        Ok(Self { core, handle, runtime: Mutex::new(Some(runtime)), tasks: Mutex::new(vec![sender, dispatcher]) })
+        Ok(Self {
+            core,
+            handle,
+            runtime: Mutex::new(Some(runtime)),
+            tasks: Mutex::new(vec![sender, dispatcher]),
+        })
     }
 
     fn live(&self) -> Result<&Arc<Core>> {
@@ -75,7 +82,10 @@ impl Sdk {
 
     /// One transfer by local id.
     pub fn transfer(&self, local_id: &str) -> Result<Transfer> {
-        self.live()?.store.get(local_id)?.ok_or_else(|| SdkError::NotFound(local_id.into()))
+        self.live()?
+            .store
+            .get(local_id)?
+            .ok_or_else(|| SdkError::NotFound(local_id.into()))
     }
 
     /// Every transfer, newest first.
@@ -128,7 +138,11 @@ impl Sdk {
         if available {
             let now = core.clock.now_ms();
             let woken = core.store.wake_retries(now)?;
-            tracing::info!(was_available = was, woken = woken.len(), "network available");
+            tracing::info!(
+                was_available = was,
+                woken = woken.len(),
+                "network available"
+            );
             self.republish(&woken)?;
             core.wake.notify_one();
         }
@@ -166,22 +180,40 @@ impl Sdk {
 
     /// A composer for one confirm screen.
     pub fn composer(&self) -> Result<Composer> {
-        Ok(Composer::new(self.live()?.clone(), self.handle.clone(), None))
+        Ok(Composer::new(
+            self.live()?.clone(),
+            self.handle.clone(),
+            None,
+        ))
     }
 
     /// A composer re-attached to a transfer confirmed earlier (after the app was killed).
     pub fn composer_for(&self, local_id: &str) -> Result<Composer> {
         let transfer = self.transfer(local_id)?;
-        Ok(Composer::new(self.live()?.clone(), self.handle.clone(), Some(transfer)))
+        Ok(Composer::new(
+            self.live()?.clone(),
+            self.handle.clone(),
+            Some(transfer),
+        ))
     }
 
     /// Stops sending and releases the file. Nothing is lost: a request cut off here is sent again, same key, on the next open.
     pub fn close(&self) {
         self.core.mark_closed();
-        for task in self.tasks.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+        for task in self
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
             task.abort();
         }
-        if let Some(runtime) = self.runtime.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(runtime) = self
+            .runtime
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
             // shutdown_background never blocks, so close() is safe from inside any async context.
             runtime.shutdown_background();
         }
@@ -201,7 +233,11 @@ impl Sdk {
 
 /// Validates, mints the key and commits transfer + key + body; runs on the SDK's blocking pool so any
 /// caller's executor (JVM, Swift, another tokio runtime) works.
-pub(crate) async fn persist(core: &Arc<Core>, handle: &Handle, request: TransferRequest) -> Result<Transfer> {
+pub(crate) async fn persist(
+    core: &Arc<Core>,
+    handle: &Handle,
+    request: TransferRequest,
+) -> Result<Transfer> {
     request.validate()?;
     let core = core.clone();
     handle
@@ -230,7 +266,10 @@ async fn dispatch_listeners(core: Arc<Core>) {
         match events.recv().await {
             Ok(transfer) => core.notify_listeners(&transfer),
             Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!(missed = n, "listeners fell behind; some intermediate states were skipped");
+                tracing::warn!(
+                    missed = n,
+                    "listeners fell behind; some intermediate states were skipped"
+                );
             }
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         }

@@ -75,16 +75,23 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
 /// One attempt, in the order that makes it safe to repeat at any point.
 pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
     let now = core.clock.now_ms();
-    let Some(transfer) = core.store.get(local_id)? else { return Ok(()) };
+    let Some(transfer) = core.store.get(local_id)? else {
+        return Ok(());
+    };
     if give_up_due(core, &transfer, now) {
-        let t = core.store.record(local_id, &needs_attention(core, now), now)?;
+        let t = core
+            .store
+            .record(local_id, &needs_attention(core, now), now)?;
         tracing::warn!(local_id, key = %t.idempotency_key, "give-up horizon reached; resolving by status look-up");
         core.publish(t);
         return Ok(());
     }
     if transfer.attempts > 0 {
         if let Err(at) = core.take_retry_token(now) {
-            let update = Update::Retry { next_attempt_at_ms: at, error: "retry budget exhausted".into() };
+            let update = Update::Retry {
+                next_attempt_at_ms: at,
+                error: "retry budget exhausted".into(),
+            };
             core.publish(core.store.record(local_id, &update, now)?);
             return Ok(());
         }
@@ -94,7 +101,9 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
     }
 
     // Phase 1: the attempt is counted and marked on the wire before the request leaves.
-    let Some(transfer) = core.store.begin_attempt(local_id, now)? else { return Ok(()) };
+    let Some(transfer) = core.store.begin_attempt(local_id, now)? else {
+        return Ok(());
+    };
     core.publish(transfer.clone());
 
     // Phase 2: the same key and the same bytes, every time.
@@ -109,19 +118,34 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
     // Phase 3: the verdict becomes the new persisted state.
     let later = core.clock.now_ms();
     let update = match verdict {
-        Verdict::Succeeded { server_transfer_id, replayed } => Update::Succeeded {
+        Verdict::Succeeded {
+            server_transfer_id,
+            replayed,
+        } => Update::Succeeded {
             server_transfer_id,
             replayed,
             response_body: result.map(|r| r.body).unwrap_or_default(),
         },
-        Verdict::Rejected(rejection) => Update::Ended { state: TransferState::Rejected, rejection },
-        Verdict::Failed(rejection) => Update::Ended { state: TransferState::Failed, rejection },
+        Verdict::Rejected(rejection) => Update::Ended {
+            state: TransferState::Rejected,
+            rejection,
+        },
+        Verdict::Failed(rejection) => Update::Ended {
+            state: TransferState::Failed,
+            rejection,
+        },
         // A token set while this request was out is retried at once instead of parking the transfer.
         Verdict::AuthRequired(error) if core.token_generation() != token_generation => {
-            Update::Retry { next_attempt_at_ms: later, error }
+            Update::Retry {
+                next_attempt_at_ms: later,
+                error,
+            }
         }
         Verdict::AuthRequired(error) => Update::AuthRequired { error },
-        Verdict::Retry { retry_after_ms, error } => retry_update(core, &transfer, &key, retry_after_ms, error, later),
+        Verdict::Retry {
+            retry_after_ms,
+            error,
+        } => retry_update(core, &transfer, &key, retry_after_ms, error, later),
     };
     core.publish(core.store.record(local_id, &update, later)?);
     Ok(())
@@ -135,9 +159,13 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
     let now = core.clock.now_ms();
     let update = match &result {
         Ok(r) if (200..300).contains(&r.status) => match classify(&result) {
-            Verdict::Succeeded { server_transfer_id, .. } => {
-                Update::Succeeded { server_transfer_id, replayed: true, response_body: r.body.clone() }
-            }
+            Verdict::Succeeded {
+                server_transfer_id, ..
+            } => Update::Succeeded {
+                server_transfer_id,
+                replayed: true,
+                response_body: r.body.clone(),
+            },
             _ => unreachable_verdict(now, core),
         },
         Ok(r) if r.status == 404 => Update::Ended {
@@ -149,12 +177,24 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
             },
         },
         Ok(r) if r.status == 402 || r.status == 400 || r.status == 422 => match classify(&result) {
-            Verdict::Rejected(rejection) => Update::Ended { state: TransferState::Rejected, rejection },
-            Verdict::Failed(rejection) => Update::Ended { state: TransferState::Failed, rejection },
+            Verdict::Rejected(rejection) => Update::Ended {
+                state: TransferState::Rejected,
+                rejection,
+            },
+            Verdict::Failed(rejection) => Update::Ended {
+                state: TransferState::Failed,
+                rejection,
+            },
             _ => unreachable_verdict(now, core),
         },
-        Ok(r) => Update::NeedsAttention { next_attempt_at_ms: now + cap_ms(core), error: format!("look-up answered {}", r.status) },
-        Err(e) => Update::NeedsAttention { next_attempt_at_ms: now + cap_ms(core), error: format!("look-up failed: {e}") },
+        Ok(r) => Update::NeedsAttention {
+            next_attempt_at_ms: now + cap_ms(core),
+            error: format!("look-up answered {}", r.status),
+        },
+        Err(e) => Update::NeedsAttention {
+            next_attempt_at_ms: now + cap_ms(core),
+            error: format!("look-up failed: {e}"),
+        },
     };
     let transfer = core.store.record(local_id, &update, now)?;
     tracing::info!(local_id, key = %key, state = ?transfer.state, "status look-up");
@@ -163,10 +203,20 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
 }
 
 fn unreachable_verdict(now: i64, core: &Core) -> Update {
-    Update::NeedsAttention { next_attempt_at_ms: now + cap_ms(core), error: "unexpected look-up answer".into() }
+    Update::NeedsAttention {
+        next_attempt_at_ms: now + cap_ms(core),
+        error: "unexpected look-up answer".into(),
+    }
 }
 
-fn retry_update(core: &Core, t: &Transfer, key: &str, retry_after_ms: Option<i64>, error: String, now: i64) -> Update {
+fn retry_update(
+    core: &Core,
+    t: &Transfer,
+    key: &str,
+    retry_after_ms: Option<i64>,
+    error: String,
+    now: i64,
+) -> Update {
     let input = ScheduleInput {
         created_at_ms: t.created_at_ms,
         attempts: t.attempts,
@@ -175,18 +225,26 @@ fn retry_update(core: &Core, t: &Transfer, key: &str, retry_after_ms: Option<i64
         jitter_seed: seed_of(key),
     };
     match next_attempt(&core.config.retry, &input) {
-        NextAttempt::At(at) => Update::Retry { next_attempt_at_ms: at, error },
+        NextAttempt::At(at) => Update::Retry {
+            next_attempt_at_ms: at,
+            error,
+        },
         NextAttempt::GiveUp => needs_attention(core, now),
     }
 }
 
 fn give_up_due(core: &Core, t: &Transfer, now: i64) -> bool {
-    now >= t.created_at_ms.saturating_add(core.config.retry.give_up_after.as_millis() as i64)
+    now >= t
+        .created_at_ms
+        .saturating_add(core.config.retry.give_up_after.as_millis() as i64)
 }
 
 fn needs_attention(core: &Core, now: i64) -> Update {
     // The first look-up waits one cap so a delayed last attempt can land before we ask.
-    Update::NeedsAttention { next_attempt_at_ms: now + cap_ms(core), error: "gave up sending; outcome unknown".into() }
+    Update::NeedsAttention {
+        next_attempt_at_ms: now + cap_ms(core),
+        error: "gave up sending; outcome unknown".into(),
+    }
 }
 
 fn cap_ms(core: &Core) -> i64 {
@@ -212,13 +270,22 @@ async fn send(
     }
     let url = format!("{}{}", core.config.base_url.trim_end_matches('/'), path);
     let transport = core.transport();
-    transport.send(HttpRequest { method, url, headers, body }).await
+    transport
+        .send(HttpRequest {
+            method,
+            url,
+            headers,
+            body,
+        })
+        .await
 }
 
 fn percent_encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()

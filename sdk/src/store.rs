@@ -54,15 +54,28 @@ const UNFINISHED: &str = "('pending','sending','retrying','auth_required','needs
 #[derive(Debug, Clone)]
 pub enum Update {
     /// Final success.
-    Succeeded { server_transfer_id: Option<String>, replayed: bool, response_body: Vec<u8> },
+    Succeeded {
+        server_transfer_id: Option<String>,
+        replayed: bool,
+        response_body: Vec<u8>,
+    },
     /// Final rejection or failure.
-    Ended { state: TransferState, rejection: Rejection },
+    Ended {
+        state: TransferState,
+        rejection: Rejection,
+    },
     /// Try again at `next_attempt_at_ms`.
-    Retry { next_attempt_at_ms: i64, error: String },
+    Retry {
+        next_attempt_at_ms: i64,
+        error: String,
+    },
     /// Wait for a token.
     AuthRequired { error: String },
     /// Give-up horizon reached; resolved by look-ups from `next_attempt_at_ms` on.
-    NeedsAttention { next_attempt_at_ms: i64, error: String },
+    NeedsAttention {
+        next_attempt_at_ms: i64,
+        error: String,
+    },
 }
 
 /// The SQLite file plus the lock that makes this instance its only sender.
@@ -81,7 +94,9 @@ impl Store {
         // WAL + FULL: a committed transfer survives a crash or power loss before the first byte is sent.
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(SdkError::StorageUnavailable(format!("could not enable WAL (journal_mode={mode})")));
+            return Err(SdkError::StorageUnavailable(format!(
+                "could not enable WAL (journal_mode={mode})"
+            )));
         }
         conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -91,17 +106,29 @@ impl Store {
             )));
         }
         if version == 0 {
-            let has_tables: i64 =
-                conn.query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name <> 'transfers'", [], |r| r.get(0))?;
-            let has_transfers: i64 =
-                conn.query_row("SELECT count(*) FROM sqlite_master WHERE name='transfers'", [], |r| r.get(0))?;
+            let has_tables: i64 = conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type='table' AND name <> 'transfers'",
+                [],
+                |r| r.get(0),
+            )?;
+            let has_transfers: i64 = conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name='transfers'",
+                [],
+                |r| r.get(0),
+            )?;
             if has_tables > 0 && has_transfers == 0 {
-                return Err(SdkError::StorageCorrupt("file is a SQLite database of something else".into()));
+                return Err(SdkError::StorageCorrupt(
+                    "file is a SQLite database of something else".into(),
+                ));
             }
         }
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))?;
-        Ok(Self { conn: Mutex::new(conn), path: path.to_path_buf(), lock: Mutex::new(Some(lock)) })
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+            lock: Mutex::new(Some(lock)),
+        })
     }
 
     /// Lets another instance open the file (on close).
@@ -120,7 +147,13 @@ impl Store {
     }
 
     /// Phase "persist before the first byte": transfer, key and exact body in one transaction.
-    pub fn insert(&self, local_id: &str, key: &str, request: &TransferRequest, now_ms: i64) -> Result<Transfer> {
+    pub fn insert(
+        &self,
+        local_id: &str,
+        key: &str,
+        request: &TransferRequest,
+        now_ms: i64,
+    ) -> Result<Transfer> {
         let body = request.body_bytes();
         let mut conn = self.conn();
         let tx = conn.transaction()?;
@@ -129,10 +162,14 @@ impl Store {
              created_at_ms, updated_at_ms, next_attempt_at_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,'pending',?8,?8,?8)",
             params![local_id, key, request.to_user_id, request.amount_minor, request.currency, request.note, body, now_ms],
         )?;
-        tx.execute("INSERT INTO keys_used (idem_key, local_id) VALUES (?1, ?2)", params![key, local_id])?;
+        tx.execute(
+            "INSERT INTO keys_used (idem_key, local_id) VALUES (?1, ?2)",
+            params![key, local_id],
+        )?;
         tx.commit()?;
         drop(conn);
-        self.get(local_id)?.ok_or_else(|| SdkError::Internal("inserted row vanished".into()))
+        self.get(local_id)?
+            .ok_or_else(|| SdkError::Internal("inserted row vanished".into()))
     }
 
     /// One transfer.
@@ -145,8 +182,14 @@ impl Store {
     /// All transfers, newest first; only the unfinished ones if asked.
     pub fn list(&self, unfinished_only: bool) -> Result<Vec<Transfer>> {
         let conn = self.conn();
-        let filter = if unfinished_only { format!("WHERE state IN {UNFINISHED}") } else { String::new() };
-        let sql = format!("SELECT {COLUMNS} FROM transfers {filter} ORDER BY created_at_ms DESC, local_id");
+        let filter = if unfinished_only {
+            format!("WHERE state IN {UNFINISHED}")
+        } else {
+            String::new()
+        };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM transfers {filter} ORDER BY created_at_ms DESC, local_id"
+        );
         let mut stmt = conn.prepare(&sql)?;
         let rows = stmt.query_map([], read_transfer)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -155,9 +198,13 @@ impl Store {
     /// The exact bytes and key to send for a transfer.
     pub fn wire(&self, local_id: &str) -> Result<(String, Vec<u8>)> {
         let conn = self.conn();
-        conn.query_row("SELECT idem_key, body FROM transfers WHERE local_id = ?1", [local_id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?
-            .ok_or_else(|| SdkError::NotFound(local_id.into()))
+        conn.query_row(
+            "SELECT idem_key, body FROM transfers WHERE local_id = ?1",
+            [local_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?
+        .ok_or_else(|| SdkError::NotFound(local_id.into()))
     }
 
     /// Transfers whose next step is due, oldest first.
@@ -199,8 +246,14 @@ impl Store {
     pub fn rotate_key(&self, local_id: &str, new_key: &str) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        tx.execute("UPDATE transfers SET idem_key=?2 WHERE local_id=?1", params![local_id, new_key])?;
-        tx.execute("INSERT INTO keys_used (idem_key, local_id) VALUES (?1, ?2)", params![new_key, local_id])?;
+        tx.execute(
+            "UPDATE transfers SET idem_key=?2 WHERE local_id=?1",
+            params![local_id, new_key],
+        )?;
+        tx.execute(
+            "INSERT INTO keys_used (idem_key, local_id) VALUES (?1, ?2)",
+            params![new_key, local_id],
+        )?;
         tx.commit()?;
         Ok(())
     }
@@ -237,7 +290,8 @@ impl Store {
                 )?,
             };
         }
-        self.get(local_id)?.ok_or_else(|| SdkError::NotFound(local_id.into()))
+        self.get(local_id)?
+            .ok_or_else(|| SdkError::NotFound(local_id.into()))
     }
 
     /// Start-up recovery: a transfer that was on the wire when the app died has an unknown outcome; send it again now.
@@ -278,10 +332,14 @@ fn take_instance_lock(db_path: &Path) -> Result<File> {
         .truncate(false)
         .write(true)
         .open(&lock_path)
-        .map_err(|e| SdkError::StorageUnavailable(format!("{}: {e}", PathBuf::from(&lock_path).display())))?;
+        .map_err(|e| {
+            SdkError::StorageUnavailable(format!("{}: {e}", PathBuf::from(&lock_path).display()))
+        })?;
     match file.try_lock() {
         Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(SdkError::AlreadyOpen(db_path.display().to_string())),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            Err(SdkError::AlreadyOpen(db_path.display().to_string()))
+        }
         Err(std::fs::TryLockError::Error(e)) => Err(SdkError::StorageUnavailable(e.to_string())),
     }
 }
@@ -297,7 +355,11 @@ fn read_transfer(r: &Row<'_>) -> rusqlite::Result<Transfer> {
         currency: r.get(4)?,
         note: r.get(5)?,
         state: TransferState::parse(&state).ok_or_else(|| {
-            rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, format!("unknown state {state}").into())
+            rusqlite::Error::FromSqlConversionFailure(
+                6,
+                rusqlite::types::Type::Text,
+                format!("unknown state {state}").into(),
+            )
         })?,
         attempts: r.get(7)?,
         created_at_ms: r.get(8)?,
@@ -307,7 +369,11 @@ fn read_transfer(r: &Row<'_>) -> rusqlite::Result<Transfer> {
         last_error: r.get(12)?,
         server_transfer_id: r.get(13)?,
         rejection: match reject_code {
-            Some(code) => Some(Rejection { code, detail: r.get::<_, Option<String>>(15)?.unwrap_or_default(), http_status: r.get(16)? }),
+            Some(code) => Some(Rejection {
+                code,
+                detail: r.get::<_, Option<String>>(15)?.unwrap_or_default(),
+                http_status: r.get(16)?,
+            }),
             None => None,
         },
         replayed: r.get(17)?,

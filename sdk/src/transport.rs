@@ -43,7 +43,10 @@ pub struct HttpResponse {
 impl HttpResponse {
     /// First header with this (lower-case) name.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -75,7 +78,10 @@ pub struct HttpTransport {
 
 impl HttpTransport {
     /// A client with these timeouts.
-    pub fn new(request_timeout: Duration, connect_timeout: Duration) -> Result<Self, TransportError> {
+    pub fn new(
+        request_timeout: Duration,
+        connect_timeout: Duration,
+    ) -> Result<Self, TransportError> {
         let client = reqwest::Client::builder()
             .timeout(request_timeout)
             .connect_timeout(connect_timeout)
@@ -103,10 +109,19 @@ impl Transport for HttpTransport {
             let headers = response
                 .headers()
                 .iter()
-                .map(|(n, v)| (n.as_str().to_ascii_lowercase(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                .map(|(n, v)| {
+                    (
+                        n.as_str().to_ascii_lowercase(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
                 .collect();
             let body = response.bytes().await.map_err(map_error)?.to_vec();
-            Ok(HttpResponse { status, headers, body })
+            Ok(HttpResponse {
+                status,
+                headers,
+                body,
+            })
         })
     }
 }
