@@ -1,0 +1,227 @@
+//! Helpers shared by the integration tests: a server on a real SQLite file, a client.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use serde_json::{json, Value};
+use server_mock::{start, RunningServer, ServerConfig};
+
+/// A server on a fresh SQLite file in a temp dir.
+pub struct TestServer {
+    pub server: RunningServer,
+    pub url: String,
+    pub client: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+/// A user created through the test API.
+#[derive(Debug, Clone)]
+pub struct User {
+    pub id: String,
+    pub token: String,
+}
+
+/// One HTTP answer, body kept as exact bytes.
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+    pub fn code(&self) -> String {
+        self.json()["code"].as_str().unwrap_or_default().to_string()
+    }
+    pub fn replayed(&self) -> bool {
+        self.headers
+            .get("idempotent-replayed")
+            .is_some_and(|v| v == "true")
+    }
+    pub fn content_type(&self) -> String {
+        self.headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
+}
+
+pub async fn start_with(tune: impl FnOnce(&mut ServerConfig)) -> TestServer {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = ServerConfig {
+        db: dir.path().join("mock.db").to_string_lossy().into_owned(),
+        ..ServerConfig::default()
+    };
+    tune(&mut config);
+    let server = start(config, "127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("server starts");
+    TestServer {
+        url: server.base_url(),
+        server,
+        client: client(),
+        _dir: dir,
+    }
+}
+
+pub async fn start_default() -> TestServer {
+    start_with(|_| {}).await
+}
+
+pub fn transfer_body(to: &str, amount: i64) -> String {
+    json!({"to_user_id": to, "amount_minor": amount, "currency": "BDT", "note": "rent"}).to_string()
+}
+
+pub async fn to_resp(r: reqwest::Response) -> Resp {
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    let body = r.bytes().await.expect("body").to_vec();
+    Resp {
+        status,
+        headers,
+        body,
+    }
+}
+
+impl TestServer {
+    pub async fn user(&self, name: &str, balance: i64) -> User {
+        let v = self
+            .post_json(
+                "/v1/test/users",
+                &json!({"display_name": name, "balance_minor": balance, "currency": "BDT"}),
+            )
+            .await;
+        assert_eq!(v.status, 201, "create user: {:?}", v.json());
+        let j = v.json();
+        User {
+            id: j["user_id"].as_str().unwrap().to_string(),
+            token: j["token"].as_str().unwrap().to_string(),
+        }
+    }
+
+    pub async fn post_json(&self, path: &str, body: &Value) -> Resp {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .json(body)
+            .send()
+            .await
+            .expect("send");
+        to_resp(r).await
+    }
+
+    pub async fn put_json(&self, path: &str, body: &Value) -> Resp {
+        let r = self
+            .client
+            .put(format!("{}{path}", self.url))
+            .json(body)
+            .send()
+            .await
+            .expect("send");
+        to_resp(r).await
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> Resp {
+        let mut req = self.client.get(format!("{}{path}", self.url));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        to_resp(req.send().await.expect("send")).await
+    }
+
+    /// Sends a transfer; `Err` on a connection-level failure.
+    pub async fn try_transfer(
+        &self,
+        token: &str,
+        key: Option<&str>,
+        body: &str,
+    ) -> Result<Resp, reqwest::Error> {
+        let mut req = self
+            .client
+            .post(format!("{}/v1/transfers", self.url))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(k) = key {
+            req = req.header("idempotency-key", k);
+        }
+        let r = req.send().await?;
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let body = r.bytes().await?.to_vec();
+        Ok(Resp {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    pub async fn transfer(&self, token: &str, key: Option<&str>, body: &str) -> Resp {
+        self.try_transfer(token, key, body).await.expect("transfer")
+    }
+
+    /// Retries like the SDK does (same key, same bytes) until a definitive answer.
+    pub async fn transfer_until_done(&self, token: &str, key: &str, body: &str) -> Resp {
+        for _ in 0..400 {
+            match self.try_transfer(token, Some(key), body).await {
+                Ok(r) if r.status == 409 || r.status >= 500 => {}
+                Ok(r) => return r,
+                Err(_) => {}
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("transfer with key {key} never finished");
+    }
+
+    pub async fn ledger(&self) -> Vec<Value> {
+        let r = self.get("/v1/test/ledger", None).await;
+        assert_eq!(r.status, 200);
+        r.json().as_array().cloned().unwrap_or_default()
+    }
+
+    pub async fn debits_for(&self, user: &User, key: &str) -> usize {
+        self.ledger()
+            .await
+            .iter()
+            .filter(|e| {
+                e["kind"] == "debit"
+                    && e["user_id"] == user.id.as_str()
+                    && e["idempotency_key"] == key
+            })
+            .count()
+    }
+
+    pub async fn balance(&self, user: &User) -> i64 {
+        let r = self.get("/v1/wallet", Some(&user.token)).await;
+        assert_eq!(r.status, 200, "wallet: {:?}", r.json());
+        r.json()["balance_minor"].as_i64().unwrap()
+    }
+
+    pub async fn settle(&self) -> Value {
+        let r = self.post_json("/v1/test/settle", &json!({})).await;
+        assert_eq!(r.status, 200);
+        let s = r.json();
+        assert_eq!(s["outbox_pending"], 0, "outbox did not drain: {s}");
+        s
+    }
+
+    pub async fn faults(&self, patch: Value) {
+        let r = self.put_json("/v1/test/faults", &patch).await;
+        assert_eq!(r.status, 200, "faults: {:?}", r.json());
+    }
+
+    pub async fn stop(self) {
+        self.server.shutdown().await;
+    }
+}

@@ -1,0 +1,7 @@
+//! Integration tests for server-mock over real HTTP and real SQLite files.
+
+mod common;
+mod concurrency;
+mod contract;
+mod properties;
+mod recovery;
