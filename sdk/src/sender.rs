@@ -45,7 +45,8 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
         return Ok(idle);
     }
     let now = core.clock.now_ms();
-    for transfer in core.store.due(now, 256)? {
+    let cap = core.config.retry.cap.as_millis() as i64;
+    for transfer in core.store.due(now, cap, 256)? {
         if core.claim(&transfer.local_id) {
             let core = core.clone();
             tokio::spawn(async move {
@@ -64,7 +65,6 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
             });
         }
     }
-    let cap = core.config.retry.cap.as_millis() as i64;
     Ok(match core.store.next_due_at()? {
         // A wait longer than the cap means the clock jumped backwards: never sleep past the cap.
         Some(at) => core.clock.real_duration((at - now).clamp(0, cap)),

@@ -208,14 +208,18 @@ impl Store {
     }
 
     /// Transfers whose next step is due, oldest first.
-    pub fn due(&self, now_ms: i64, limit: usize) -> Result<Vec<Transfer>> {
+    ///
+    /// No schedule ever sets a time more than `cap_ms` ahead, so a later time means the clock went
+    /// backwards: such a transfer is due now rather than stalled for as long as the jump.
+    pub fn due(&self, now_ms: i64, cap_ms: i64, limit: usize) -> Result<Vec<Transfer>> {
         let conn = self.conn();
         let sql = format!(
             "SELECT {COLUMNS} FROM transfers WHERE state IN ('pending','retrying','needs_attention') \
-             AND next_attempt_at_ms IS NOT NULL AND next_attempt_at_ms <= ?1 ORDER BY next_attempt_at_ms LIMIT ?2"
+             AND next_attempt_at_ms IS NOT NULL AND (next_attempt_at_ms <= ?1 OR next_attempt_at_ms > ?1 + ?3) \
+             ORDER BY next_attempt_at_ms LIMIT ?2"
         );
         let mut stmt = conn.prepare(&sql)?;
-        let rows = stmt.query_map(params![now_ms, limit as i64], read_transfer)?;
+        let rows = stmt.query_map(params![now_ms, limit as i64, cap_ms], read_transfer)?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 

@@ -31,9 +31,16 @@ impl Server {
             gateway_delay: Duration::from_millis(2),
             ..Default::default()
         };
-        let running = server_mock::start(config, "127.0.0.1:0".parse::<SocketAddr>().unwrap()).await.unwrap();
+        let running = server_mock::start(config, "127.0.0.1:0".parse::<SocketAddr>().unwrap())
+            .await
+            .unwrap();
         let url = running.base_url();
-        Self { running: Some(running), url, http: reqwest::Client::new(), _dir: dir }
+        Self {
+            running: Some(running),
+            url,
+            http: reqwest::Client::new(),
+            _dir: dir,
+        }
     }
 
     pub async fn user(&self, name: &str, balance: i64) -> User {
@@ -47,16 +54,31 @@ impl Server {
             .json()
             .await
             .unwrap();
-        User { id: v["user_id"].as_str().unwrap().into(), token: v["token"].as_str().unwrap().into() }
+        User {
+            id: v["user_id"].as_str().unwrap().into(),
+            token: v["token"].as_str().unwrap().into(),
+        }
     }
 
     /// Every debit on the server ledger for this idempotency key.
     pub async fn debits_with_key(&self, key: &str) -> usize {
-        self.ledger().await.iter().filter(|e| e["kind"] == "debit" && e["idempotency_key"] == key).count()
+        self.ledger()
+            .await
+            .iter()
+            .filter(|e| e["kind"] == "debit" && e["idempotency_key"] == key)
+            .count()
     }
 
     pub async fn ledger(&self) -> Vec<Value> {
-        let v: Value = self.http.get(format!("{}/v1/test/ledger", self.url)).send().await.unwrap().json().await.unwrap();
+        let v: Value = self
+            .http
+            .get(format!("{}/v1/test/ledger", self.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         match v {
             Value::Array(a) => a,
             other => other["entries"].as_array().cloned().unwrap_or_default(),
@@ -64,7 +86,13 @@ impl Server {
     }
 
     pub async fn faults(&self, faults: Value) {
-        let r = self.http.put(format!("{}/v1/test/faults", self.url)).json(&faults).send().await.unwrap();
+        let r = self
+            .http
+            .put(format!("{}/v1/test/faults", self.url))
+            .json(&faults)
+            .send()
+            .await
+            .unwrap();
         assert!(r.status().is_success(), "faults rejected: {}", r.status());
     }
 }
@@ -83,10 +111,18 @@ pub fn open(url: &str, db: &Path, user: &User) -> Sdk {
 }
 
 pub fn request(to: &User, amount: i64) -> TransferRequest {
-    TransferRequest { to_user_id: to.id.clone(), amount_minor: amount, currency: "BDT".into(), note: Some("test".into()) }
+    TransferRequest {
+        to_user_id: to.id.clone(),
+        amount_minor: amount,
+        currency: "BDT".into(),
+        note: Some("test".into()),
+    }
 }
 
 /// Bounded wait for an outcome: a hung test fails instead of hanging CI.
 pub async fn outcome(sdk: &Sdk, id: &str) -> sendonce::Transfer {
-    tokio::time::timeout(Duration::from_secs(30), sdk.wait_for_outcome(id)).await.expect("no outcome within 30 s").unwrap()
+    tokio::time::timeout(Duration::from_secs(30), sdk.wait_for_outcome(id))
+        .await
+        .expect("no outcome within 30 s")
+        .unwrap()
 }
