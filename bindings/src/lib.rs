@@ -1,9 +1,74 @@
-//! uniffi surface of the sendonce SDK: conversions and error mapping only.
+//! uniffi surface of the sendonce SDK: conversions and error mapping only; every decision stays in
+//! the `sendonce` crate.
+//!
+//! * [`objects`]: `SendOnceCore` (the SDK handle) and `ComposerCore` (one confirm screen)
+//! * [`types`]: records and enums mirrored from the SDK (times as `i64` ms)
+//! * [`error`]: `SendOnceError`, one variant per `SdkError` (+ `Internal` for a caught panic)
+//! * [`listener`]: the foreign listener traits
+//!
+//! No panic crosses the FFI: every export runs inside [`guard`].
+
 uniffi::setup_scaffolding!();
 
-/// Version of the Rust core the bindings were built from (placeholder export that
-/// proves the Kotlin/Swift build plumbing until the real API lands).
+pub mod error;
+mod guard;
+pub mod listener;
+pub mod objects;
+pub mod types;
+
+pub use error::SendOnceError;
+pub use listener::{ComposerListener, ListenerError, TransferListener};
+pub use objects::{ComposerCore, SendOnceCore};
+pub use types::{
+    ComposerState, NetsimSettings, NetsimStats, NetworkProfile, Rejection, RetryPolicy,
+    SendOnceConfig, Transfer, TransferRequest, TransferState,
+};
+
+/// Version of the Rust core the bindings were built from.
 #[uniffi::export]
 pub fn sdk_version() -> String {
     env!("CARGO_PKG_VERSION").into()
+}
+
+/// True once the outcome is known and nothing more will happen.
+#[uniffi::export]
+pub fn transfer_state_is_final(state: TransferState) -> bool {
+    sendonce::TransferState::from(state).is_final()
+}
+
+/// True once a UI should stop showing progress (final, or handed to the user).
+#[uniffi::export]
+pub fn transfer_state_is_settled(state: TransferState) -> bool {
+    sendonce::TransferState::from(state).is_settled()
+}
+
+/// Whether the Send button is enabled in this composer state.
+#[uniffi::export]
+pub fn composer_state_send_enabled(state: ComposerState) -> bool {
+    sendonce::ComposerState::from(state).send_enabled()
+}
+
+/// Parses a profile name (`off`, `offline`, `train`, `flaky`, `lb-replay`); `None` if unknown.
+#[uniffi::export]
+pub fn network_profile_from_name(name: String) -> Option<NetworkProfile> {
+    sendonce::NetworkProfile::from_name(&name).map(Into::into)
+}
+
+/// The fault settings a profile stands for with this seed; `None` for `Off` (or invalid custom settings).
+#[uniffi::export]
+pub fn network_profile_settings(profile: NetworkProfile, seed: u64) -> Option<NetsimSettings> {
+    let profile: sendonce::NetworkProfile = profile.try_into().ok()?;
+    profile.settings(seed).map(Into::into)
+}
+
+/// The SDK's default retry policy.
+#[uniffi::export]
+pub fn default_retry_policy() -> RetryPolicy {
+    sendonce::RetryPolicy::default().into()
+}
+
+/// Largest amount of one transfer, in minor units.
+#[uniffi::export]
+pub fn max_amount_minor() -> i64 {
+    sendonce::MAX_AMOUNT_MINOR
 }

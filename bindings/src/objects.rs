@@ -1,0 +1,184 @@
+//! The two objects of the bindings: the SDK handle and a confirm screen's composer.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::guard::{guard, guard_async};
+use crate::listener::{
+    ComposerListener, ComposerListenerAdapter, TransferListener, TransferListenerAdapter,
+};
+use crate::types::{
+    ComposerState, NetsimStats, NetworkProfile, SendOnceConfig, Transfer, TransferRequest,
+};
+
+/// The SDK: one per database file, sending in the background on its own threads.
+#[derive(uniffi::Object)]
+pub struct SendOnceCore {
+    sdk: sendonce::Sdk,
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl SendOnceCore {
+    /// Opens the file, recovers every unfinished transfer and resumes sending.
+    #[uniffi::constructor]
+    pub fn open(config: SendOnceConfig) -> Result<Arc<Self>> {
+        guard(|| {
+            let sdk = sendonce::Sdk::open(config.try_into()?)?;
+            Ok(Arc::new(Self { sdk }))
+        })
+    }
+
+    /// The user confirmed: mints the key, commits transfer + key + exact body, returns the persisted transfer.
+    pub async fn send_transfer(&self, request: TransferRequest) -> Result<Transfer> {
+        guard_async(async { Ok(self.sdk.send_transfer(request.into()).await?.into()) }).await
+    }
+
+    /// One transfer by local id.
+    pub fn transfer(&self, local_id: String) -> Result<Transfer> {
+        guard(|| Ok(self.sdk.transfer(&local_id)?.into()))
+    }
+
+    /// Every transfer, newest first.
+    pub fn transfers(&self) -> Result<Vec<Transfer>> {
+        guard(|| Ok(self.sdk.transfers()?.into_iter().map(Into::into).collect()))
+    }
+
+    /// Transfers not yet final, newest first.
+    pub fn unfinished_transfers(&self) -> Result<Vec<Transfer>> {
+        guard(|| {
+            Ok(self
+                .sdk
+                .unfinished_transfers()?
+                .into_iter()
+                .map(Into::into)
+                .collect())
+        })
+    }
+
+    /// Waits until the transfer is settled (final, or handed to the user as NeedsAttention).
+    pub async fn wait_for_outcome(&self, local_id: String) -> Result<Transfer> {
+        guard_async(async { Ok(self.sdk.wait_for_outcome(&local_id).await?.into()) }).await
+    }
+
+    /// Resolves a NeedsAttention transfer now through the status look-up by key (never a new key).
+    pub async fn resolve(&self, local_id: String) -> Result<Transfer> {
+        guard_async(async { Ok(self.sdk.resolve(&local_id).await?.into()) }).await
+    }
+
+    /// Registers a listener told of every change; returns an id for `remove_listener`.
+    pub fn add_listener(&self, listener: Arc<dyn TransferListener>) -> Result<u64> {
+        guard(|| {
+            Ok(self
+                .sdk
+                .add_listener(Arc::new(TransferListenerAdapter(listener))))
+        })
+    }
+
+    /// Unregisters a listener.
+    pub fn remove_listener(&self, id: u64) -> Result<()> {
+        guard(|| {
+            self.sdk.remove_listener(id);
+            Ok(())
+        })
+    }
+
+    /// The host app's connectivity signal; `true` wakes every waiting retry at once.
+    pub fn set_network_available(&self, available: bool) -> Result<()> {
+        guard(|| Ok(self.sdk.set_network_available(available)?))
+    }
+
+    /// Replaces the bearer token; transfers waiting in AuthRequired resume.
+    pub fn set_access_token(&self, token: Option<String>) -> Result<()> {
+        guard(|| Ok(self.sdk.set_access_token(token)?))
+    }
+
+    /// Switches train mode (the network simulator) at run time; `seed` makes faults reproducible.
+    pub fn set_network_profile(&self, profile: NetworkProfile, seed: u64) -> Result<()> {
+        guard(|| Ok(self.sdk.set_network_profile(profile.try_into()?, seed)?))
+    }
+
+    /// The network profile in force.
+    pub fn network_profile(&self) -> Result<NetworkProfile> {
+        guard(|| Ok(self.sdk.network_profile().into()))
+    }
+
+    /// What the network simulator did so far (zeros when it is off).
+    pub fn network_stats(&self) -> Result<NetsimStats> {
+        guard(|| Ok(self.sdk.network_stats().into()))
+    }
+
+    /// A composer for one confirm screen.
+    pub fn composer(&self) -> Result<Arc<ComposerCore>> {
+        guard(|| {
+            Ok(Arc::new(ComposerCore {
+                composer: self.sdk.composer()?,
+            }))
+        })
+    }
+
+    /// A composer re-attached to a transfer confirmed earlier (after the app was killed).
+    pub fn composer_for(&self, local_id: String) -> Result<Arc<ComposerCore>> {
+        guard(|| {
+            Ok(Arc::new(ComposerCore {
+                composer: self.sdk.composer_for(&local_id)?,
+            }))
+        })
+    }
+
+    /// Stops sending and releases the file. Nothing is lost: a request cut off here is sent again,
+    /// with the same key, on the next open. Every later call fails with `Closed`.
+    ///
+    /// (Named `shutdown` because Kotlin's generated `close()` already frees the native handle.)
+    pub fn shutdown(&self) -> Result<()> {
+        guard(|| {
+            self.sdk.close();
+            Ok(())
+        })
+    }
+}
+
+/// One confirm screen's state machine: one transfer per intent, however often Send is tapped.
+#[derive(uniffi::Object)]
+pub struct ComposerCore {
+    composer: sendonce::Composer,
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl ComposerCore {
+    /// The user tapped Send: the first call mints the key and persists the transfer; every later call
+    /// returns that same transfer until a definitive no (or `new_intent`).
+    pub async fn confirm(&self, request: TransferRequest) -> Result<Transfer> {
+        guard_async(async { Ok(self.composer.confirm(request.into()).await?.into()) }).await
+    }
+
+    /// What the screen shows now.
+    pub fn state(&self) -> Result<ComposerState> {
+        guard(|| Ok(self.composer.state().into()))
+    }
+
+    /// Whether the Send button is enabled.
+    pub fn send_enabled(&self) -> Result<bool> {
+        guard(|| Ok(self.composer.send_enabled()))
+    }
+
+    /// The transfer this screen follows, if confirmed.
+    pub fn transfer(&self) -> Result<Option<Transfer>> {
+        guard(|| Ok(self.composer.transfer()?.map(Into::into)))
+    }
+
+    /// Starts a new intent ("send another"); refused with `TransferUnfinished` while the current one runs.
+    pub fn new_intent(&self) -> Result<()> {
+        guard(|| Ok(self.composer.new_intent()?))
+    }
+
+    /// Sets (or clears, with `None`) the listener told of every state change, in order.
+    pub fn set_listener(&self, listener: Option<Arc<dyn ComposerListener>>) -> Result<()> {
+        guard(|| {
+            let adapter = listener.map(|l| {
+                Arc::new(ComposerListenerAdapter(l)) as Arc<dyn sendonce::ComposerListener>
+            });
+            self.composer.set_listener(adapter);
+            Ok(())
+        })
+    }
+}
