@@ -7,44 +7,83 @@ use std::time::Duration;
 use sendonce::{NetworkProfile, Sdk, SdkConfig, SdkError, TransferRequest};
 
 fn cfg(db: &std::path::Path) -> SdkConfig {
-    SdkConfig::builder("http://127.0.0.1:9", db).build().unwrap()
+    SdkConfig::builder("http://127.0.0.1:9", db)
+        .build()
+        .unwrap()
 }
 
 fn req(amount: i64, currency: &str, to: &str) -> TransferRequest {
-    TransferRequest { to_user_id: to.into(), amount_minor: amount, currency: currency.into(), note: None }
+    TransferRequest {
+        to_user_id: to.into(),
+        amount_minor: amount,
+        currency: currency.into(),
+        note: None,
+    }
 }
 
 #[test]
 fn a_corrupt_file_is_a_typed_error_and_is_left_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("d.db");
-    let garbage: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let garbage: Vec<u8> = (0..8192u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
     std::fs::write(&db, &garbage).unwrap();
     let err = Sdk::open(cfg(&db)).unwrap_err();
     assert!(matches!(err, SdkError::StorageCorrupt(_)), "{err:?}");
-    assert_eq!(std::fs::read(&db).unwrap(), garbage, "the SDK never rewrites a file it cannot read");
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        garbage,
+        "the SDK never rewrites a file it cannot read"
+    );
 }
 
 #[test]
 fn another_apps_database_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("d.db");
-    rusqlite::Connection::open(&db).unwrap().execute_batch("CREATE TABLE photos(id INTEGER PRIMARY KEY)").unwrap();
-    assert!(matches!(Sdk::open(cfg(&db)).unwrap_err(), SdkError::StorageCorrupt(_)));
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE photos(id INTEGER PRIMARY KEY)")
+        .unwrap();
+    assert!(matches!(
+        Sdk::open(cfg(&db)).unwrap_err(),
+        SdkError::StorageCorrupt(_)
+    ));
 }
 
 #[test]
 fn a_file_from_a_newer_sdk_is_refused_without_touching_its_transfers() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("d.db");
-    let sdk = Sdk::open(SdkConfig::builder("http://127.0.0.1:9", &db).network_profile(NetworkProfile::Offline).build().unwrap()).unwrap();
+    let sdk = Sdk::open(
+        SdkConfig::builder("http://127.0.0.1:9", &db)
+            .network_profile(NetworkProfile::Offline)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let t = rt.block_on(sdk.send_transfer(req(5, "BDT", "u_1"))).unwrap();
+    let t = rt
+        .block_on(sdk.send_transfer(req(5, "BDT", "u_1")))
+        .unwrap();
     sdk.close();
-    rusqlite::Connection::open(&db).unwrap().execute_batch("PRAGMA user_version=99").unwrap();
-    assert!(matches!(Sdk::open(cfg(&db)).unwrap_err(), SdkError::StorageCorrupt(_)));
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("PRAGMA user_version=99")
+        .unwrap();
+    assert!(matches!(
+        Sdk::open(cfg(&db)).unwrap_err(),
+        SdkError::StorageCorrupt(_)
+    ));
     let conn = rusqlite::Connection::open(&db).unwrap();
-    let key: String = conn.query_row("SELECT idem_key FROM transfers WHERE local_id=?1", [&t.local_id], |r| r.get(0)).unwrap();
+    let key: String = conn
+        .query_row(
+            "SELECT idem_key FROM transfers WHERE local_id=?1",
+            [&t.local_id],
+            |r| r.get(0),
+        )
+        .unwrap();
     assert_eq!(key, t.idempotency_key);
 }
 
@@ -54,16 +93,28 @@ fn an_unwritable_location_is_a_typed_error() {
     assert!(matches!(err, SdkError::StorageUnavailable(_)), "{err:?}");
     let dir = tempfile::tempdir().unwrap();
     let err = Sdk::open(cfg(dir.path())).unwrap_err(); // a directory, not a file
-    assert!(matches!(err, SdkError::StorageUnavailable(_) | SdkError::StorageCorrupt(_)), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            SdkError::StorageUnavailable(_) | SdkError::StorageCorrupt(_)
+        ),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn bad_urls_and_settings_are_typed_errors() {
     for url in ["", "ftp://x", "http://", "not a url", "http://exa mple.com"] {
         let err = SdkConfig::builder(url, "/tmp/x.db").build().unwrap_err();
-        assert!(matches!(err, SdkError::InvalidConfig(_)), "{url:?}: {err:?}");
+        assert!(
+            matches!(err, SdkError::InvalidConfig(_)),
+            "{url:?}: {err:?}"
+        );
     }
-    let err = SdkConfig::builder("http://x", "/tmp/x.db").retry_cap(Duration::from_millis(1)).build().unwrap_err();
+    let err = SdkConfig::builder("http://x", "/tmp/x.db")
+        .retry_cap(Duration::from_millis(1))
+        .build()
+        .unwrap_err();
     assert!(matches!(err, SdkError::InvalidConfig(_)));
 }
 
@@ -72,7 +123,10 @@ fn two_instances_never_send_from_one_file() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("d.db");
     let first = Sdk::open(cfg(&db)).unwrap();
-    assert!(matches!(Sdk::open(cfg(&db)).unwrap_err(), SdkError::AlreadyOpen(_)));
+    assert!(matches!(
+        Sdk::open(cfg(&db)).unwrap_err(),
+        SdkError::AlreadyOpen(_)
+    ));
     first.close();
     Sdk::open(cfg(&db)).unwrap();
 }
@@ -89,7 +143,13 @@ async fn bad_requests_are_typed_errors_and_persist_nothing() {
         (req(5, "BDTX", "u"), "currency"),
         (req(5, "BDT", ""), "recipient"),
         (req(5, "BDT", "u\u{0}x"), "recipient"),
-        (TransferRequest { note: Some("x".repeat(141)), ..req(5, "BDT", "u") }, "note"),
+        (
+            TransferRequest {
+                note: Some("x".repeat(141)),
+                ..req(5, "BDT", "u")
+            },
+            "note",
+        ),
     ];
     for (r, what) in cases {
         let err = sdk.send_transfer(r.clone()).await.unwrap_err();
@@ -102,7 +162,10 @@ async fn bad_requests_are_typed_errors_and_persist_nothing() {
         assert!(ok, "{r:?} gave {err:?}");
     }
     assert!(sdk.transfers().unwrap().is_empty());
-    assert!(matches!(sdk.transfer("nope").unwrap_err(), SdkError::NotFound(_)));
+    assert!(matches!(
+        sdk.transfer("nope").unwrap_err(),
+        SdkError::NotFound(_)
+    ));
 }
 
 /// A real full disk: a 1 MiB tmpfs. Needs root (CI runs as root); elsewhere the test says why it did nothing.
@@ -124,17 +187,32 @@ async fn a_full_disk_is_a_typed_error_and_keeps_what_was_written() {
     struct Unmount(std::path::PathBuf);
     impl Drop for Unmount {
         fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status();
         }
     }
     let _guard = Unmount(mnt.clone());
     let db = mnt.join("d.db");
-    let sdk = Sdk::open(SdkConfig::builder("http://127.0.0.1:9", &db).network_profile(NetworkProfile::Offline).build().unwrap()).unwrap();
+    let sdk = Sdk::open(
+        SdkConfig::builder("http://127.0.0.1:9", &db)
+            .network_profile(NetworkProfile::Offline)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
     let mut stored = Vec::new();
     let mut full = None;
     for i in 0..5_000 {
         let note = format!("{i:0>140}");
-        match sdk.send_transfer(TransferRequest { note: Some(note), ..req(5 + i, "BDT", "u_1") }).await {
+        match sdk
+            .send_transfer(TransferRequest {
+                note: Some(note),
+                ..req(5 + i, "BDT", "u_1")
+            })
+            .await
+        {
             Ok(t) => stored.push(t.local_id),
             Err(e) => {
                 full = Some(e);
@@ -143,12 +221,22 @@ async fn a_full_disk_is_a_typed_error_and_keeps_what_was_written() {
         }
     }
     let err = full.expect("a 1 MiB disk must fill up");
-    assert!(matches!(err, SdkError::StorageFull(_) | SdkError::StorageUnavailable(_)), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            SdkError::StorageFull(_) | SdkError::StorageUnavailable(_)
+        ),
+        "{err:?}"
+    );
     assert!(stored.len() > 10);
     sdk.close();
     drop(sdk);
     // Every transfer confirmed before the disk filled is still there and unfinished.
-    let conn = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    let n: i64 = conn.query_row("SELECT count(*) FROM transfers", [], |r| r.get(0)).unwrap();
+    let conn =
+        rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let n: i64 = conn
+        .query_row("SELECT count(*) FROM transfers", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(n as usize, stored.len());
 }
