@@ -93,6 +93,14 @@ impl Core {
 
     /// Tells listeners, waiters and composers of a new persisted state.
     pub fn publish(&self, transfer: Transfer) {
+        tracing::debug!(
+            local_id = %transfer.local_id,
+            key = %transfer.idempotency_key,
+            state = transfer.state.as_str(),
+            attempts = transfer.attempts,
+            next_attempt_at_ms = transfer.next_attempt_at_ms,
+            "transfer state"
+        );
         let _ = self.events.send(transfer);
         self.changes.send_modify(|n| *n += 1);
     }
