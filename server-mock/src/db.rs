@@ -15,14 +15,17 @@ pub enum DbError {
     Task(String),
 }
 
-/// Shared handle to the one SQLite connection.
+/// Shared handle to the database: one writer connection and one reader connection.
 ///
-/// One connection serialises every statement, so SQLite never answers `SQLITE_BUSY` to
-/// ourselves and `:memory:` works; correctness still comes from constraints (primary and
-/// unique keys) and transactions, not from this mutex, so the same code is right with a pool.
+/// One writer serialises every write, so SQLite never answers `SQLITE_BUSY` to ourselves;
+/// correctness still comes from constraints (primary and unique keys) and transactions,
+/// not from this mutex, so the same code is right with a pool. The reader lets hot reads
+/// (auth, replays, look-ups) proceed while the writer waits on an fsync: WAL readers see
+/// the last committed state and never block the writer. `:memory:` has one connection.
 #[derive(Clone)]
 pub struct Db {
     conn: Arc<Mutex<Connection>>,
+    reader: Arc<Mutex<Connection>>,
 }
 
 const SCHEMA: &str = r#"
@@ -121,11 +124,27 @@ CREATE TABLE IF NOT EXISTS bench_plain (
 impl Db {
     /// Opens (creating if needed) the database at `path` or in memory for `:memory:`.
     pub fn open(path: &str) -> Result<Self, DbError> {
-        let conn = if path == ":memory:" {
-            Connection::open_in_memory()?
-        } else {
-            Connection::open(path)?
-        };
+        if path == ":memory:" {
+            let conn = Arc::new(Mutex::new(Self::configure(Connection::open_in_memory()?)?));
+            return Ok(Self {
+                reader: Arc::clone(&conn),
+                conn,
+            });
+        }
+        let conn = Self::configure(Connection::open(path)?)?;
+        let reader = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        reader.busy_timeout(std::time::Duration::from_secs(5))?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            reader: Arc::new(Mutex::new(reader)),
+        })
+    }
+
+    /// Pragmas and schema for the writer connection.
+    fn configure(conn: Connection) -> Result<Connection, DbError> {
         // WAL: readers never block the writer and a crash never corrupts the file.
         // synchronous=FULL: a commit is on disk before we answer 201. With NORMAL a power
         // loss could forget a debit whose success the client already saw and stored, so a
@@ -137,9 +156,7 @@ impl Db {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
-        Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
-        })
+        Ok(conn)
     }
 
     /// Locks the connection; a poisoned lock is recovered because every write runs in a
@@ -148,13 +165,29 @@ impl Db {
         conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Runs `f` with the connection on the blocking pool.
+    /// Runs `f` with the writer connection on the blocking pool.
     pub async fn call<R, F>(&self, f: F) -> Result<R, DbError>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
+        Self::run(Arc::clone(&self.conn), f).await
+    }
+
+    /// Runs read-only `f` with the reader connection (never waits for a writer's fsync).
+    pub async fn read<R, F>(&self, f: F) -> Result<R, DbError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
+    {
+        Self::run(Arc::clone(&self.reader), f).await
+    }
+
+    async fn run<R, F>(conn: Arc<Mutex<Connection>>, f: F) -> Result<R, DbError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
+    {
         tokio::task::spawn_blocking(move || {
             let mut guard = Self::lock(&conn);
             f(&mut guard)

@@ -49,21 +49,28 @@ fn publish_batch(conn: &mut Connection, now_ms: i64) -> Result<usize, DbError> {
         let rows = stmt.query_map(params![BATCH as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
         rows.collect::<Result<_, _>>()?
     };
-    for (event_id, payload) in &events {
-        match serde_json::from_str::<TransferDone>(payload) {
-            Ok(event) => {
-                for consumer in Consumer::ALL {
-                    consumer.handle(conn, *event_id, &event, now_ms)?;
-                }
-            }
+    let Some(last) = events.last().map(|(id, _)| *id) else {
+        return Ok(0);
+    };
+    let decoded: Vec<(i64, TransferDone)> = events
+        .iter()
+        .filter_map(|(event_id, payload)| match serde_json::from_str(payload) {
+            Ok(event) => Some((*event_id, event)),
             // A poison message must not block the stream forever; it is logged and skipped.
-            Err(e) => tracing::error!(event_id, %e, "unreadable outbox event skipped"),
-        }
-        conn.execute(
-            "UPDATE outbox SET published = 1 WHERE event_id = ?1",
-            params![event_id],
-        )?;
+            Err(e) => {
+                tracing::error!(event_id, %e, "unreadable outbox event skipped");
+                None
+            }
+        })
+        .collect();
+    for consumer in Consumer::ALL {
+        consumer.handle_batch(conn, &decoded, now_ms)?;
     }
+    // The batch is every unpublished event up to `last`, in order, so one range marks it.
+    conn.execute(
+        "UPDATE outbox SET published = 1 WHERE published = 0 AND event_id <= ?1",
+        params![last],
+    )?;
     Ok(events.len())
 }
 

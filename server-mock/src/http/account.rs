@@ -23,7 +23,7 @@ pub async fn wallet(State(app): State<App>, headers: HeaderMap) -> Result<Respon
     let user = caller.user_id.clone();
     let balance = app
         .db
-        .call(move |c| ledger::balance(c, &user))
+        .read(move |c| ledger::balance(c, &user))
         .await
         .map_err(Problem::internal)?;
     Ok(json(

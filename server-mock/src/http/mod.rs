@@ -94,7 +94,7 @@ pub(crate) async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Calle
         .ok_or_else(Problem::unauthenticated)?;
     let found = app
         .db
-        .call(move |c| {
+        .read(move |c| {
             Ok(c.query_row(
                 "SELECT user_id, currency FROM users WHERE token = ?1",
                 params![token],

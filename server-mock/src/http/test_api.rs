@@ -120,7 +120,7 @@ async fn get_faults(State(app): State<App>) -> Response {
 async fn get_ledger(State(app): State<App>) -> Result<Response, Problem> {
     let entries = app
         .db
-        .call(|c| ledger::all_entries(c))
+        .read(|c| ledger::all_entries(c))
         .await
         .map_err(Problem::internal)?;
     Ok(json(StatusCode::OK, &entries))
@@ -137,7 +137,7 @@ struct Sms {
 async fn get_sms(State(app): State<App>) -> Result<Response, Problem> {
     let sms = app
         .db
-        .call(|c| {
+        .read(|c| {
             let mut stmt =
                 c.prepare("SELECT sms_id, user_id, transfer_id, text FROM sms ORDER BY sms_id")?;
             let rows = stmt.query_map([], |r| {
@@ -203,7 +203,7 @@ fn stats(c: &Connection) -> Result<Stats, DbError> {
 }
 
 async fn get_stats(State(app): State<App>) -> Result<Response, Problem> {
-    let s = app.db.call(|c| stats(c)).await.map_err(Problem::internal)?;
+    let s = app.db.read(|c| stats(c)).await.map_err(Problem::internal)?;
     Ok(json(StatusCode::OK, &s))
 }
 
@@ -211,7 +211,7 @@ async fn settle(State(app): State<App>) -> Result<Response, Problem> {
     let deadline = tokio::time::Instant::now() + SETTLE_LIMIT;
     loop {
         app.relay_wake.notify_one();
-        let s = app.db.call(|c| stats(c)).await.map_err(Problem::internal)?;
+        let s = app.db.read(|c| stats(c)).await.map_err(Problem::internal)?;
         // The relay marks an event published only after every consumer handled it.
         if s.outbox_pending == 0 || tokio::time::Instant::now() >= deadline {
             return Ok(json(StatusCode::OK, &s));

@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::QueryRejection;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -140,13 +140,14 @@ fn transfer_response(record: &ledger::TransferRecord) -> Response {
 /// `GET /v1/transfers/{transfer_id}` (the caller's own only).
 pub async fn get_by_id(
     State(app): State<App>,
-    Path(transfer_id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let caller = authenticate(&app, &headers).await?;
+    let Path(transfer_id) = path.map_err(|e| Problem::invalid(e.body_text()))?;
     let record = app
         .db
-        .call(move |c| ledger::debit_by_transfer(c, &caller.user_id, &transfer_id))
+        .read(move |c| ledger::debit_by_transfer(c, &caller.user_id, &transfer_id))
         .await
         .map_err(Problem::internal)?;
     record
@@ -168,7 +169,7 @@ pub async fn get_by_key(
     let key = parse_key(raw.as_bytes()).map_err(key_problem)?;
     let found = app
         .db
-        .call(move |c| {
+        .read(move |c| {
             // The ledger first: it outlives the key row (window expiry).
             if let Some((record, _)) = ledger::debit_by_key(c, &caller.user_id, &key)? {
                 return Ok(Ok(record));
