@@ -90,6 +90,66 @@ fn resolve_stuck(conn: &mut Connection, locked_before: i64) -> Result<Pass, DbEr
 mod tests {
     use super::*;
 
+    use crate::db::Db;
+    use crate::ledger::TransferRecord;
+
+    fn stuck_key(c: &Connection, key: &str, locked_at: i64) {
+        c.execute(
+            "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, state, lock_id,
+                                           locked_at_ms, created_at_ms, bucket)
+             VALUES ('u1', ?1, x'00', 'in_progress', 'dead', ?2, ?2, 0)",
+            params![key, locked_at],
+        )
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn completes_when_money_moved_and_releases_otherwise() {
+        let db = Db::open(":memory:").unwrap();
+        let record = TransferRecord {
+            transfer_id: "tr_1".into(),
+            from_user_id: "u1".into(),
+            to_user_id: "u2".into(),
+            amount_minor: 10,
+            currency: "BDT".into(),
+            note: None,
+            created_at_ms: 1_000,
+            idempotency_key: "moved".into(),
+        };
+        let expected = record.to_json();
+        let p = db
+            .call(move |c| {
+                stuck_key(c, "moved", 1_000);
+                stuck_key(c, "nothing", 1_000);
+                stuck_key(c, "fresh", 50_000);
+                ledger::insert_debit(c, &record, b"\0")?;
+                resolve_stuck(c, 10_000)
+            })
+            .await
+            .unwrap();
+        assert_eq!((p.completed, p.released), (1, 1));
+        let (moved, nothing, fresh) = db
+            .call(|c| {
+                Ok((
+                    idempotency::read(c, "u1", "moved")?,
+                    idempotency::read(c, "u1", "nothing")?,
+                    idempotency::read(c, "u1", "fresh")?,
+                ))
+            })
+            .await
+            .unwrap();
+        let moved = moved.unwrap();
+        assert!(moved.completed);
+        assert_eq!(moved.status, Some(201));
+        assert_eq!(
+            moved.body,
+            Some(expected),
+            "rebuilt from the ledger, byte-identical"
+        );
+        assert!(nothing.is_none(), "released so a retry executes once");
+        assert!(!fresh.unwrap().completed, "not past the lock timeout yet");
+    }
+
     #[test]
     fn interval_is_bounded() {
         assert_eq!(interval(Duration::from_secs(60)), Duration::from_secs(1));
