@@ -1,6 +1,5 @@
 package io.sendonce
 
-import io.sendonce.ffi.sdkVersion
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test

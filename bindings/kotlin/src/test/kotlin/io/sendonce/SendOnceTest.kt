@@ -1,0 +1,260 @@
+package io.sendonce
+
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.async
+import kotlinx.coroutines.awaitAll
+import kotlinx.coroutines.coroutineScope
+import kotlinx.coroutines.flow.first
+import kotlinx.coroutines.flow.takeWhile
+import kotlinx.coroutines.flow.toList
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+import org.junit.jupiter.api.AfterAll
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertNotNull
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.BeforeAll
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.TestInstance
+import org.junit.jupiter.api.assertThrows
+import java.io.File
+import java.util.concurrent.atomic.AtomicInteger
+import kotlin.random.Random
+
+/** The Kotlin bindings against the real Rust library and the real server-mock on loopback. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class SendOnceTest {
+    private lateinit var server: MockServer
+
+    @BeforeAll
+    fun startServer() {
+        server = MockServer()
+    }
+
+    @AfterAll
+    fun stopServer() {
+        server.close()
+    }
+
+    private val fastRetry = RetryPolicy(baseMs = 20, capMs = 300, budgetBurst = 1000u, budgetPerSecond = 1000.0)
+
+    private fun config(
+        user: User,
+        dbPath: String = server.dbPath(),
+        profile: NetworkProfile? = null,
+        clockSpeed: Double = 1.0,
+        retry: RetryPolicy? = fastRetry,
+    ) = SendOnceConfig(
+        baseUrl = server.baseUrl,
+        dbPath = dbPath,
+        accessToken = user.token,
+        retry = retry,
+        requestTimeoutMs = 5_000,
+        networkProfile = profile,
+        clockSpeed = clockSpeed,
+    )
+
+    private fun pair(balance: Long = 1_000_000): Pair<User, User> =
+        server.createUser("alice", balance) to server.createUser("bob")
+
+    private fun test(block: suspend kotlinx.coroutines.CoroutineScope.() -> Unit) =
+        runBlocking { withTimeout(60_000) { block() } }
+
+    @Test
+    fun `send a transfer and it succeeds with one debit`() = test {
+        val (alice, bob) = pair()
+        SendOnce.open(config(alice)).use { sdk ->
+            val sent = sdk.sendTransfer(toUserId = bob.id, amountMinor = 12_345, currency = "BDT", note = "rent")
+            assertTrue(sent.idempotencyKey.isNotEmpty())
+            val done = sdk.awaitOutcome(sent.localId)
+            assertEquals(TransferState.SUCCEEDED, done.state)
+            assertTrue(done.state.isFinal)
+            assertNotNull(done.serverTransferId)
+            assertEquals(sent.idempotencyKey, done.idempotencyKey)
+            // The StateFlow of transfers, built on the listener, reaches the same state.
+            val listed = sdk.transfers.first { list -> list.any { it.localId == sent.localId && it.state == TransferState.SUCCEEDED } }
+            assertEquals(1, listed.size)
+            assertEquals(1, server.debits(sent.idempotencyKey).size)
+            assertEquals(1_000_000 - 12_345, server.balance(alice))
+            assertEquals(12_345, server.balance(bob))
+        }
+    }
+
+    @Test
+    fun `composer double confirm returns the same transfer and Send stays disabled until done`() = test {
+        val (alice, bob) = pair()
+        // Latency keeps the first attempt in flight while the user taps again.
+        val slow = NetworkProfile.Custom(NetsimSettings(latencyMs = 400))
+        SendOnce.open(config(alice, profile = slow)).use { sdk ->
+            sdk.composer().use { composer ->
+                assertEquals(ComposerState.Editing, composer.state.value)
+                assertTrue(composer.sendEnabled.value)
+                val request = TransferRequest(toUserId = bob.id, amountMinor = 500, currency = "BDT")
+                // Two taps racing each other, then a third with other fields: one intent, one transfer.
+                val taps = coroutineScope {
+                    List(2) { async(Dispatchers.Default) { composer.confirm(request) } }.awaitAll()
+                }
+                assertFalse(composer.sendEnabled.value, "Send must be disabled right after confirm")
+                val third = composer.confirm(request.copy(amountMinor = 999))
+                val all = taps + third
+                assertEquals(1, all.map { it.localId }.toSet().size, "one transfer for every tap")
+                assertEquals(1, all.map { it.idempotencyKey }.toSet().size, "one key for every tap")
+
+                // Every state between the confirm and Done keeps Send disabled.
+                val seen = composer.state.takeWhile { it !is ComposerState.Done }.toList()
+                assertTrue(seen.none { it.sendEnabled }, "Send enabled before done: $seen")
+                assertTrue(composer.state.value is ComposerState.Done)
+                assertFalse(composer.sendEnabled.value, "after Done, Send stays off until a new intent")
+                val receipt = (composer.state.value as ComposerState.Done).receipt
+                assertEquals(taps[0].localId, receipt.localId)
+                assertEquals(1, server.debits(receipt.idempotencyKey).size)
+                assertEquals(1, sdk.transfers.value.size)
+
+                composer.newIntent()
+                assertEquals(ComposerState.Editing, composer.state.value)
+                assertTrue(composer.sendEnabled.value)
+            }
+        }
+    }
+
+    @Test
+    fun `train profile settles every transfer with one debit each`() = test {
+        val (alice, bob) = pair()
+        // The real Train profile (tunnels, 30 % of answers lost, seconds of latency, replays) on a clock
+        // running 50x: its minutes of tunnels and 15 s timeouts pass in about a second.
+        SendOnce.open(config(alice, clockSpeed = 50.0, retry = null)).use { sdk ->
+            sdk.setNetworkProfile(NetworkProfile.Train, seed = 7)
+            assertEquals(NetworkProfile.Train, sdk.networkProfile)
+            val sent = (1..8).map { sdk.sendTransfer(toUserId = bob.id, amountMinor = 100L * it, currency = "BDT") }
+            val outcomes = sent.map { sdk.awaitOutcome(it.localId) }
+            val stats = sdk.networkStats
+            println("train: $stats, attempts ${outcomes.map { it.attempts }}")
+            assertTrue(outcomes.all { it.state == TransferState.SUCCEEDED }, "all succeeded: ${outcomes.map { it.state }}")
+            assertTrue(stats.requests >= 8u)
+            for (t in sent) {
+                assertEquals(1, server.debits(t.idempotencyKey).size, "one debit for ${t.idempotencyKey}")
+            }
+            assertEquals(1_000_000 - sent.sumOf { it.amountMinor }, server.balance(alice))
+            // The device's view equals the server's: same server ids as the ledger's debits.
+            for (t in outcomes) {
+                assertEquals(t.serverTransferId, server.debits(t.idempotencyKey).single().transferId)
+            }
+        }
+    }
+
+    @Test
+    fun `close and reopen on the same file resumes an unfinished transfer with the same key`() = test {
+        val (alice, bob) = pair()
+        val db = server.dbPath("reopen")
+        val first = SendOnce.open(config(alice, dbPath = db, profile = NetworkProfile.Offline))
+        val sent = first.sendTransfer(toUserId = bob.id, amountMinor = 777, currency = "BDT")
+        // Offline: it keeps retrying and nothing reaches the server.
+        first.transferUpdates(sent.localId).first { it != null && it.attempts >= 1u }
+        assertFalse(first.transfer(sent.localId).state.isFinal)
+        first.close()
+        assertThrows<SendOnceException.Closed> { first.transfer(sent.localId) }
+        assertTrue(server.debits(sent.idempotencyKey).isEmpty())
+
+        SendOnce.open(config(alice, dbPath = db)).use { second ->
+            val unfinished = second.unfinishedTransfers()
+            assertEquals(listOf(sent.localId), unfinished.map { it.localId })
+            val done = second.awaitOutcome(sent.localId)
+            assertEquals(TransferState.SUCCEEDED, done.state)
+            assertEquals(sent.idempotencyKey, done.idempotencyKey)
+            assertEquals(1, server.debits(sent.idempotencyKey).size)
+            assertEquals(1, server.ledger().count { it.kind == "debit" && it.userId == alice.id })
+        }
+    }
+
+    @Test
+    fun `a listener that throws does not crash the SDK`() = test {
+        val (alice, bob) = pair()
+        val calls = AtomicInteger()
+        // Straight on the generated API: the exception crosses back into Rust as a ListenerError and is logged.
+        val core = SendOnceCore.open(config(alice))
+        try {
+            core.addListener(object : TransferListener {
+                override fun onTransferChanged(transfer: Transfer) {
+                    calls.incrementAndGet()
+                    throw IllegalStateException("listener bug")
+                }
+            })
+            val composer = core.composer()
+            composer.setListener(object : ComposerListener {
+                override fun onStateChanged(state: ComposerState) {
+                    calls.incrementAndGet()
+                    throw RuntimeException("composer listener bug")
+                }
+            })
+            val t = composer.confirm(TransferRequest(toUserId = bob.id, amountMinor = 10, currency = "BDT"))
+            assertEquals(TransferState.SUCCEEDED, core.waitForOutcome(t.localId).state)
+            val again = core.sendTransfer(TransferRequest(toUserId = bob.id, amountMinor = 11, currency = "BDT"))
+            assertEquals(TransferState.SUCCEEDED, core.waitForOutcome(again.localId).state)
+            assertTrue(calls.get() >= 4, "listeners were called (${calls.get()})")
+            composer.close()
+        } finally {
+            core.shutdown()
+            core.close()
+        }
+
+        // Through the idiomatic layer: the callback throws, the flows keep working.
+        SendOnce.open(config(alice)).use { sdk ->
+            val seen = AtomicInteger()
+            sdk.addListener { seen.incrementAndGet(); throw IllegalArgumentException("boom") }
+            val t = sdk.sendTransfer(toUserId = bob.id, amountMinor = 12, currency = "BDT")
+            sdk.transfers.first { list -> list.any { it.localId == t.localId && it.state == TransferState.SUCCEEDED } }
+            assertTrue(seen.get() >= 1)
+        }
+    }
+
+    @Test
+    fun `bad input surfaces as the typed exception`() = test {
+        val (alice, bob) = pair()
+        val db = server.dbPath()
+        SendOnce.open(config(alice, dbPath = db)).use { sdk ->
+            assertThrows<SendOnceException.InvalidAmount> { sdk.sendTransfer(bob.id, 0, "BDT") }
+            assertThrows<SendOnceException.InvalidAmount> { sdk.sendTransfer(bob.id, -5, "BDT") }
+            assertThrows<SendOnceException.InvalidCurrency> { sdk.sendTransfer(bob.id, 10, "bdt") }
+            assertThrows<SendOnceException.InvalidRecipient> { sdk.sendTransfer("", 10, "BDT") }
+            assertThrows<SendOnceException.InvalidNote> { sdk.sendTransfer(bob.id, 10, "BDT", "x".repeat(141)) }
+            assertThrows<SendOnceException.NotFound> { sdk.transfer("no-such-id") }
+            assertThrows<SendOnceException.InvalidConfig> {
+                sdk.setNetworkProfile(NetworkProfile.Custom(NetsimSettings(dropRequestRate = 2.0)))
+            }
+            sdk.composer().use { composer ->
+                assertThrows<SendOnceException.InvalidAmount> { composer.confirm(bob.id, 0, "BDT") }
+                assertTrue(composer.sendEnabled.value, "a refused confirm leaves Send enabled")
+            }
+            // The same file cannot be opened twice.
+            assertThrows<SendOnceException.AlreadyOpen> { SendOnce.open(config(alice, dbPath = db)) }
+            assertTrue(sdk.transfers.value.isEmpty(), "nothing was persisted")
+            // Exhaustive handling over the sealed hierarchy.
+            val e: SendOnceException = assertThrows<SendOnceException> { sdk.sendTransfer(bob.id, 10, "XX") }
+            val kind = when (e) {
+                is SendOnceException.InvalidCurrency -> "currency"
+                else -> "other"
+            }
+            assertEquals("currency", kind)
+            assertTrue(e.message!!.contains("XX"), e.message)
+        }
+        assertThrows<SendOnceException.InvalidConfig> { SendOnce.open(config(alice).copy(baseUrl = "ftp://nowhere")) }
+        assertThrows<SendOnceException.InvalidConfig> { SendOnce.open(config(alice).copy(requestTimeoutMs = -1)) }
+        assertThrows<SendOnceException.InvalidConfig> { SendOnce.open(config(alice).copy(clockSpeed = 0.0)) }
+        Unit
+    }
+
+    @Test
+    fun `a corrupt database file is a typed exception, not a crash`() {
+        val (alice, _) = pair()
+        val db = File(server.dbPath("corrupt"))
+        db.writeBytes(Random(42).nextBytes(16 * 1024))
+        val e = assertThrows<SendOnceException.StorageCorrupt> { SendOnce.open(config(alice, dbPath = db.path)) }
+        assertTrue(e.message!!.isNotEmpty())
+        // A directory where the file should be: storage unavailable, also typed.
+        val dir = File(server.dir, "a-directory.db").apply { mkdirs() }
+        assertThrows<SendOnceException> { SendOnce.open(config(alice, dbPath = dir.path)) }
+        // The process is still fine: a good file opens.
+        SendOnce.open(config(alice)).use { assertTrue(it.transfers.value.isEmpty()) }
+    }
+}
