@@ -1,0 +1,296 @@
+import Foundation
+import XCTest
+@testable import SendOnce
+
+/// The Swift bindings against the real Rust library and the real server-mock on loopback.
+final class SendOnceTests: XCTestCase {
+    // One server for the whole class (started on first use, stopped at the end).
+    nonisolated(unsafe) static var shared: MockServer?
+    var server: MockServer { Self.shared! }
+
+    override class func setUp() {
+        super.setUp()
+        do {
+            shared = try MockServer()
+        } catch {
+            fatalError("could not start server-mock: \(error)")
+        }
+    }
+
+    override class func tearDown() {
+        shared?.stop()
+        shared = nil
+        super.tearDown()
+    }
+
+    let fastRetry = RetryPolicy(baseMs: 20, capMs: 300, budgetBurst: 1000, budgetPerSecond: 1000)
+
+    func config(
+        _ user: User, dbPath: String? = nil, profile: NetworkProfile? = nil, clockSpeed: Double = 1.0, fast: Bool = true
+    ) -> SendOnceConfig {
+        SendOnceConfig(
+            baseUrl: server.baseUrl, dbPath: dbPath ?? server.dbPath(), accessToken: user.token,
+            retry: fast ? fastRetry : nil, requestTimeoutMs: 5000, networkProfile: profile, clockSpeed: clockSpeed
+        )
+    }
+
+    func pair(balance: Int64 = 1_000_000) async throws -> (User, User) {
+        (try await server.createUser("alice", balanceMinor: balance), try await server.createUser("bob"))
+    }
+
+    /// Fails the test if `body` throws anything but `expected` (compared by case).
+    func assertThrows<T>(_ expected: (SendOnceError) -> Bool, _ what: String, _ body: () async throws -> T) async {
+        do {
+            _ = try await body()
+            XCTFail("\(what): no error thrown")
+        } catch let e as SendOnceError {
+            XCTAssertTrue(expected(e), "\(what): unexpected \(e)")
+        } catch {
+            XCTFail("\(what): not a SendOnceError: \(error)")
+        }
+    }
+
+    func testSendAndSucceed() async throws {
+        let (alice, bob) = try await pair()
+        let sdk = try SendOnce(config: config(alice))
+        defer { sdk.close() }
+        let sent = try await sdk.sendTransfer(to: bob.id, amountMinor: 12_345, currency: "BDT", note: "rent")
+        XCTAssertFalse(sent.idempotencyKey.isEmpty)
+        let done = try await sdk.outcome(of: sent.localId)
+        XCTAssertEqual(done.state, .succeeded)
+        XCTAssertTrue(done.state.isFinal)
+        XCTAssertNotNil(done.serverTransferId)
+        XCTAssertEqual(done.idempotencyKey, sent.idempotencyKey)
+        // The stream of transfer lists, built on the listener, reaches the same state.
+        for await list in sdk.transferUpdates() where list.contains(where: { $0.localId == sent.localId && $0.state == .succeeded }) {
+            XCTAssertEqual(list.count, 1)
+            break
+        }
+        let debits = try await server.debits(sent.idempotencyKey)
+        XCTAssertEqual(debits.count, 1)
+        let aliceBalance = try await server.balance(alice)
+        let bobBalance = try await server.balance(bob)
+        XCTAssertEqual(aliceBalance, 1_000_000 - 12_345)
+        XCTAssertEqual(bobBalance, 12_345)
+    }
+
+    func testComposerDoubleConfirmReturnsSameTransferAndSendStaysDisabledUntilDone() async throws {
+        let (alice, bob) = try await pair()
+        // Latency keeps the first attempt in flight while the user taps again.
+        let slow = NetworkProfile.custom(settings: NetsimSettings(latencyMs: 400))
+        let sdk = try SendOnce(config: config(alice, profile: slow))
+        defer { sdk.close() }
+        let composer = try sdk.composer()
+        defer { composer.close() }
+        XCTAssertEqual(composer.state, .editing)
+        XCTAssertTrue(composer.sendEnabled)
+        let request = TransferRequest(toUserId: bob.id, amountMinor: 500, currency: "BDT")
+        // Two taps racing each other, then a third with other fields: one intent, one transfer.
+        async let a = composer.confirm(request)
+        async let b = composer.confirm(request)
+        let taps = try await [a, b]
+        XCTAssertFalse(composer.sendEnabled, "Send must be disabled right after confirm")
+        var other = request
+        other.amountMinor = 999
+        let third = try await composer.confirm(other)
+        let all = taps + [third]
+        XCTAssertEqual(Set(all.map(\.localId)).count, 1, "one transfer for every tap")
+        XCTAssertEqual(Set(all.map(\.idempotencyKey)).count, 1, "one key for every tap")
+
+        // Every state between the confirm and Done keeps Send disabled.
+        var seen: [ComposerState] = []
+        for await state in composer.states() {
+            if case .done = state { break }
+            seen.append(state)
+        }
+        XCTAssertTrue(seen.allSatisfy { !$0.sendEnabled }, "Send enabled before done: \(seen)")
+        guard case let .done(receipt) = composer.state else { return XCTFail("not done: \(composer.state)") }
+        XCTAssertFalse(composer.sendEnabled, "after Done, Send stays off until a new intent")
+        XCTAssertEqual(receipt.localId, taps[0].localId)
+        let debits = try await server.debits(receipt.idempotencyKey)
+        XCTAssertEqual(debits.count, 1)
+        XCTAssertEqual(try sdk.transfers().count, 1)
+
+        try composer.newIntent()
+        XCTAssertEqual(composer.state, .editing)
+        XCTAssertTrue(composer.sendEnabled)
+    }
+
+    func testTrainProfileSettlesWithOneDebitPerTransfer() async throws {
+        let (alice, bob) = try await pair()
+        // The real Train profile (tunnels, 30 % of answers lost, seconds of latency, replays) on a clock
+        // running 50x: its minutes of tunnels and 15 s timeouts pass in about a second.
+        let sdk = try SendOnce(config: config(alice, clockSpeed: 50, fast: false))
+        defer { sdk.close() }
+        try sdk.setNetworkProfile(.train, seed: 7)
+        XCTAssertEqual(try sdk.networkProfile(), .train)
+        var sent: [Transfer] = []
+        for i in 1...8 {
+            sent.append(try await sdk.sendTransfer(to: bob.id, amountMinor: Int64(100 * i), currency: "BDT"))
+        }
+        var outcomes: [Transfer] = []
+        for t in sent {
+            outcomes.append(try await sdk.outcome(of: t.localId))
+        }
+        let stats = try sdk.networkStats()
+        print("train: \(stats), attempts \(outcomes.map(\.attempts))")
+        XCTAssertTrue(outcomes.allSatisfy { $0.state == .succeeded }, "\(outcomes.map(\.state))")
+        XCTAssertGreaterThanOrEqual(stats.requests, 8)
+        for t in outcomes {
+            let debits = try await server.debits(t.idempotencyKey)
+            XCTAssertEqual(debits.count, 1, "one debit for \(t.idempotencyKey)")
+            XCTAssertEqual(debits.first?.transferId, t.serverTransferId)
+        }
+        let balance = try await server.balance(alice)
+        XCTAssertEqual(balance, 1_000_000 - sent.map(\.amountMinor).reduce(0, +))
+    }
+
+    func testCloseAndReopenResumesUnfinishedTransferWithSameKey() async throws {
+        let (alice, bob) = try await pair()
+        let db = server.dbPath("reopen")
+        let first = try SendOnce(config: config(alice, dbPath: db, profile: .offline))
+        let sent = try await first.sendTransfer(to: bob.id, amountMinor: 777, currency: "BDT")
+        // Offline: it keeps retrying and nothing reaches the server.
+        for await t in first.updates(of: sent.localId) where t.attempts >= 1 {
+            break
+        }
+        XCTAssertFalse(try first.transfer(sent.localId).state.isFinal)
+        first.close()
+        await assertThrows({ $0 == .Closed(message: "the SDK is closed") }, "after close") { try first.transfer(sent.localId) }
+        let before = try await server.debits(sent.idempotencyKey)
+        XCTAssertTrue(before.isEmpty)
+
+        let second = try SendOnce(config: config(alice, dbPath: db))
+        defer { second.close() }
+        XCTAssertEqual(try second.unfinishedTransfers().map(\.localId), [sent.localId])
+        let done = try await second.outcome(of: sent.localId)
+        XCTAssertEqual(done.state, .succeeded)
+        XCTAssertEqual(done.idempotencyKey, sent.idempotencyKey)
+        let debits = try await server.debits(sent.idempotencyKey)
+        XCTAssertEqual(debits.count, 1)
+        let aliceDebits = try await server.ledger().filter { $0.kind == "debit" && $0.userId == alice.id }
+        XCTAssertEqual(aliceDebits.count, 1)
+    }
+
+    func testThrowingListenerDoesNotCrashTheSdk() async throws {
+        let (alice, bob) = try await pair()
+        // Straight on the generated API: the Swift error crosses back into Rust as a ListenerError and is logged.
+        let core = try SendOnceCore.open(config: config(alice))
+        let calls = Counter()
+        _ = try core.addListener(listener: ThrowingTransferListener(calls))
+        let composer = try core.composer()
+        try composer.setListener(listener: ThrowingComposerListener(calls))
+        let t = try await composer.confirm(request: TransferRequest(toUserId: bob.id, amountMinor: 10, currency: "BDT"))
+        let first = try await core.waitForOutcome(localId: t.localId)
+        XCTAssertEqual(first.state, .succeeded)
+        let again = try await core.sendTransfer(request: TransferRequest(toUserId: bob.id, amountMinor: 11, currency: "BDT"))
+        let second = try await core.waitForOutcome(localId: again.localId)
+        XCTAssertEqual(second.state, .succeeded)
+        XCTAssertGreaterThanOrEqual(calls.value, 4, "listeners were called")
+        try composer.setListener(listener: nil)
+        try core.shutdown()
+
+        // Through the idiomatic layer: the callback throws, the streams keep working.
+        let sdk = try SendOnce(config: config(alice))
+        defer { sdk.close() }
+        let seen = Counter()
+        let token = sdk.addListener { _ in
+            seen.increment()
+            throw TestError("boom")
+        }
+        defer { token.cancel() }
+        let t2 = try await sdk.sendTransfer(to: bob.id, amountMinor: 12, currency: "BDT")
+        for await t in sdk.updates(of: t2.localId) where t.state == .succeeded {
+            break
+        }
+        XCTAssertGreaterThanOrEqual(seen.value, 1)
+    }
+
+    func testBadInputSurfacesAsTypedError() async throws {
+        let (alice, bob) = try await pair()
+        let db = server.dbPath()
+        let sdk = try SendOnce(config: config(alice, dbPath: db))
+        defer { sdk.close() }
+        func isAmount(_ e: SendOnceError) -> Bool { if case .InvalidAmount = e { return true }; return false }
+        await assertThrows(isAmount, "zero") { try await sdk.sendTransfer(to: bob.id, amountMinor: 0, currency: "BDT") }
+        await assertThrows(isAmount, "negative") { try await sdk.sendTransfer(to: bob.id, amountMinor: -5, currency: "BDT") }
+        await assertThrows({ if case .InvalidCurrency = $0 { return true }; return false }, "currency") {
+            try await sdk.sendTransfer(to: bob.id, amountMinor: 10, currency: "bdt")
+        }
+        await assertThrows({ if case .InvalidRecipient = $0 { return true }; return false }, "recipient") {
+            try await sdk.sendTransfer(to: "", amountMinor: 10, currency: "BDT")
+        }
+        await assertThrows({ if case .InvalidNote = $0 { return true }; return false }, "note") {
+            try await sdk.sendTransfer(to: bob.id, amountMinor: 10, currency: "BDT", note: String(repeating: "x", count: 141))
+        }
+        await assertThrows({ if case .NotFound = $0 { return true }; return false }, "not found") { try sdk.transfer("no-such-id") }
+        await assertThrows({ if case .InvalidConfig = $0 { return true }; return false }, "rate") {
+            try sdk.setNetworkProfile(.custom(settings: NetsimSettings(dropRequestRate: 2)))
+        }
+        let composer = try sdk.composer()
+        defer { composer.close() }
+        await assertThrows(isAmount, "composer") { try await composer.confirm(to: bob.id, amountMinor: 0, currency: "BDT") }
+        XCTAssertTrue(composer.sendEnabled, "a refused confirm leaves Send enabled")
+        await assertThrows({ if case .AlreadyOpen = $0 { return true }; return false }, "second open") {
+            try SendOnce(config: self.config(alice, dbPath: db))
+        }
+        XCTAssertTrue(try sdk.transfers().isEmpty, "nothing was persisted")
+        do {
+            _ = try await sdk.sendTransfer(to: bob.id, amountMinor: 10, currency: "XX")
+            XCTFail("no error")
+        } catch let SendOnceError.InvalidCurrency(message) {
+            XCTAssertTrue(message.contains("XX"), message)
+        }
+
+        var bad = config(alice)
+        bad.baseUrl = "ftp://nowhere"
+        await assertThrows({ if case .InvalidConfig = $0 { return true }; return false }, "url") { try SendOnce(config: bad) }
+        bad = config(alice)
+        bad.requestTimeoutMs = -1
+        await assertThrows({ if case .InvalidConfig = $0 { return true }; return false }, "timeout") { try SendOnce(config: bad) }
+    }
+
+    func testCorruptDatabaseIsTypedErrorNotCrash() async throws {
+        let (alice, _) = try await pair()
+        let db = server.dbPath("corrupt")
+        var generator = SystemRandomNumberGenerator()
+        let garbage = Data((0..<16 * 1024).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        try garbage.write(to: URL(fileURLWithPath: db))
+        await assertThrows({ if case .StorageCorrupt = $0 { return true }; return false }, "corrupt") {
+            try SendOnce(config: self.config(alice, dbPath: db))
+        }
+        // A directory where the file should be: also a typed error.
+        let dir = server.dir.appendingPathComponent("a-directory.db")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        await assertThrows({ _ in true }, "directory") { try SendOnce(config: self.config(alice, dbPath: dir.path)) }
+        // The process is still fine: a good file opens.
+        let sdk = try SendOnce(config: config(alice))
+        XCTAssertTrue(try sdk.transfers().isEmpty)
+        sdk.close()
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    var value: Int { lock.lock(); defer { lock.unlock() }; return n }
+    func increment() { lock.lock(); n += 1; lock.unlock() }
+}
+
+final class ThrowingTransferListener: TransferListener, @unchecked Sendable {
+    let calls: Counter
+    init(_ calls: Counter) { self.calls = calls }
+    func onTransferChanged(transfer: Transfer) throws {
+        calls.increment()
+        throw TestError("listener bug")
+    }
+}
+
+final class ThrowingComposerListener: ComposerListener, @unchecked Sendable {
+    let calls: Counter
+    init(_ calls: Counter) { self.calls = calls }
+    func onStateChanged(state: ComposerState) throws {
+        calls.increment()
+        throw TestError("composer listener bug")
+    }
+}
