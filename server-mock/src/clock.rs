@@ -25,7 +25,13 @@ impl Clock {
     /// Moves the clock forward (test API); returns the new total offset.
     pub fn advance(&self, ms: i64) -> i64 {
         let delta = ms.max(0);
-        self.offset_ms.fetch_add(delta, Ordering::SeqCst) + delta
+        let step = |off: i64| Some(off.saturating_add(delta));
+        // fetch_update with a closure that always returns Some cannot fail.
+        let old = self
+            .offset_ms
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, step)
+            .unwrap_or_else(|current| current);
+        old.saturating_add(delta)
     }
 
     /// Total offset applied so far.
@@ -60,5 +66,8 @@ mod tests {
         c.advance(-5);
         assert!(c.now_ms() >= before + 10_000);
         assert_eq!(c.offset_ms(), 10_000);
+        c.advance(i64::MAX);
+        c.advance(i64::MAX);
+        assert_eq!(c.offset_ms(), i64::MAX, "saturates instead of wrapping");
     }
 }

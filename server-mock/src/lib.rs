@@ -107,13 +107,20 @@ impl RunningServer {
     }
 
     /// Stops accepting, drains open connections, stops the relay and the reaper.
-    pub async fn shutdown(self) {
+    pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(true);
-        for task in self.tasks {
+        for task in std::mem::take(&mut self.tasks) {
             if let Err(e) = task.await {
                 tracing::warn!(%e, "server task ended abnormally");
             }
         }
+    }
+}
+
+impl Drop for RunningServer {
+    /// A server dropped without `shutdown` still stops accepting and stops its tasks.
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
     }
 }
 

@@ -35,6 +35,20 @@ async fn first_request_then_byte_identical_replay() {
 }
 
 #[tokio::test]
+async fn in_memory_database_works_too() {
+    let s = start_with(|c| c.db = ":memory:".into()).await;
+    let (a, b) = (s.user("A", 1_000).await, s.user("B", 0).await);
+    let body = transfer_body(&b.id, 100);
+    let first = s.transfer(&a.token, Some("m"), &body).await;
+    let again = s.transfer(&a.token, Some("m"), &body).await;
+    assert_eq!((first.status, again.status), (201, 201));
+    assert_eq!(first.body, again.body);
+    s.settle().await;
+    assert_eq!(s.balance(&b).await, 100);
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn missing_and_invalid_keys() {
     let s = start_default().await;
     let (a, b) = (s.user("A", 10_000).await, s.user("B", 0).await);
