@@ -8,6 +8,7 @@ pub mod config;
 pub mod consumers;
 pub mod db;
 pub mod faults;
+pub mod gateway;
 mod http;
 pub mod idempotency;
 pub mod ledger;
@@ -41,6 +42,8 @@ pub struct AppState {
     pub clock: Clock,
     /// Injected faults.
     pub faults: Faults,
+    /// The simulated payment gateway.
+    pub gateway: gateway::Gateway,
     /// Wakes the relay (a transfer committed, a replay was requested).
     pub relay_wake: Notify,
     /// Wakes the reaper (the clock moved).
@@ -56,6 +59,7 @@ impl AppState {
         let db = Db::open(&config.db)?;
         Ok(Arc::new(Self {
             faults: Faults::new(config.gateway_delay),
+            gateway: gateway::Gateway::default(),
             config,
             db,
             clock: Clock::default(),

@@ -230,9 +230,13 @@ async fn run(
         std::process::abort();
     }
 
-    // (2) Gateway step. A real gateway would receive the key as its own idempotency key,
-    // so repeating this step after a crash authorises nothing twice.
-    tokio::time::sleep(app.faults.gateway_delay()).await;
+    // (2) Gateway step, idempotent on the key: repeating it after a crash or a reaper
+    // release gets the same authorisation back.
+    let auth = app
+        .gateway
+        .authorize(app.faults.gateway_delay(), &caller.user_id, key)
+        .await;
+    tracing::debug!(key, auth = %auth.authorization_id, calls = auth.calls, "gateway authorised");
 
     // (3) One transaction: debit, outbox event, completed key.
     let record = TransferRecord {

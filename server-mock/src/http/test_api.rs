@@ -186,6 +186,8 @@ pub struct Stats {
     ledger_entries: i64,
     sms_sent: i64,
     credits: i64,
+    gateway_authorizations: i64,
+    gateway_calls: i64,
 }
 
 fn stats(c: &Connection) -> Result<Stats, DbError> {
@@ -199,11 +201,22 @@ fn stats(c: &Connection) -> Result<Stats, DbError> {
         ledger_entries: count("SELECT COUNT(*) FROM ledger")?,
         sms_sent: count("SELECT COUNT(*) FROM sms")?,
         credits: count("SELECT COUNT(*) FROM ledger WHERE kind = 'credit'")?,
+        gateway_authorizations: 0,
+        gateway_calls: 0,
     })
 }
 
+/// Database counters plus the in-memory gateway's.
+async fn all_stats(app: &App) -> Result<Stats, Problem> {
+    let mut s = app.db.read(|c| stats(c)).await.map_err(Problem::internal)?;
+    let (auths, calls) = app.gateway.counts();
+    s.gateway_authorizations = i64::try_from(auths).unwrap_or(i64::MAX);
+    s.gateway_calls = i64::try_from(calls).unwrap_or(i64::MAX);
+    Ok(s)
+}
+
 async fn get_stats(State(app): State<App>) -> Result<Response, Problem> {
-    let s = app.db.read(|c| stats(c)).await.map_err(Problem::internal)?;
+    let s = all_stats(&app).await?;
     Ok(json(StatusCode::OK, &s))
 }
 
@@ -211,7 +224,7 @@ async fn settle(State(app): State<App>) -> Result<Response, Problem> {
     let deadline = tokio::time::Instant::now() + SETTLE_LIMIT;
     loop {
         app.relay_wake.notify_one();
-        let s = app.db.read(|c| stats(c)).await.map_err(Problem::internal)?;
+        let s = all_stats(&app).await?;
         // The relay marks an event published only after every consumer handled it.
         if s.outbox_pending == 0 || tokio::time::Instant::now() >= deadline {
             return Ok(json(StatusCode::OK, &s));

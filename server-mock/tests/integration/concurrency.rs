@@ -97,7 +97,11 @@ async fn duplicate_delivery_moves_money_once() {
         assert_eq!(r.status, 201);
         assert_eq!(s.debits_for(&a, &key).await, 1);
     }
-    s.settle().await;
+    let stats = s.settle().await;
+    assert_eq!(
+        stats["gateway_authorizations"], 10,
+        "one authorisation per key"
+    );
     assert_eq!(s.balance(&b).await, 100);
     s.stop().await;
 }
@@ -170,5 +174,11 @@ async fn attempt_slower_than_lock_timeout_still_debits_once() {
         "both answers describe the one transfer"
     );
     assert_eq!(s.debits_for(&a, "slow").await, 1);
+    let stats = s.get("/v1/test/stats", None).await.json();
+    assert_eq!(
+        stats["gateway_authorizations"], 1,
+        "the gateway is idempotent on the key"
+    );
+    assert!(stats["gateway_calls"].as_i64().unwrap() >= 2, "{stats}");
     s.stop().await;
 }
