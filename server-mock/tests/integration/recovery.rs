@@ -8,9 +8,22 @@ use serde_json::json;
 
 use crate::common::*;
 
+/// A server-mock child process, killed if a test fails before it ends it.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The server binary on `db`, with the port it printed.
-fn spawn_binary(db: &std::path::Path, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_server-mock"))
+fn spawn_binary(db: &std::path::Path, extra: &[&str]) -> (Proc, String) {
+    // Through sh only to switch core dumps off: the crash test aborts on purpose.
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -c 0; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_server-mock"))
         .args(["--listen", "127.0.0.1:0", "--db"])
         .arg(db)
         .args(extra)
@@ -19,6 +32,7 @@ fn spawn_binary(db: &std::path::Path, extra: &[&str]) -> (Child, String) {
         .spawn()
         .expect("spawn server-mock");
     let stdout = child.stdout.take().expect("stdout");
+    let child = Proc(child);
     let mut line = String::new();
     BufReader::new(stdout)
         .read_line(&mut line)
@@ -108,7 +122,7 @@ async fn crash_between_key_insert_and_ledger_then_restart() {
         s.send(&a, "crash-key", &body).await.is_err(),
         "the process must die mid-request"
     );
-    let status = child.wait().expect("wait");
+    let status = child.0.wait().expect("wait");
     assert!(!status.success(), "aborted, not exited: {status:?}");
 
     // Restart on the same file; the key row is still IN_PROGRESS from the dead process.
@@ -137,11 +151,11 @@ async fn crash_between_key_insert_and_ledger_then_restart() {
 
     // SIGTERM shuts the binary down cleanly.
     let term = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &child.0.id().to_string()])
         .status()
         .unwrap();
     assert!(term.success());
-    assert!(child.wait().unwrap().success(), "clean exit on SIGTERM");
+    assert!(child.0.wait().unwrap().success(), "clean exit on SIGTERM");
 }
 
 #[tokio::test]
