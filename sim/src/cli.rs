@@ -1,0 +1,97 @@
+//! Command line: `sendonce-sim ride [...]`.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use sendonce::NetworkProfile;
+
+use crate::ride::RideConfig;
+
+/// Train-network rides against the embedded mock server, with the invariant checker.
+#[derive(Debug, Parser)]
+#[command(name = "sendonce-sim", version, about)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Runs a ride: users on phones through a network profile, app kills, double taps; then checks the invariants.
+    Ride(RideArgs),
+}
+
+/// `ride` options.
+#[derive(Debug, Clone, Args)]
+pub struct RideArgs {
+    /// Network profile during the ride: off, offline, train, flaky, lb-replay.
+    #[arg(long, default_value = "train", value_parser = parse_profile)]
+    pub profile: NetworkProfile,
+    /// Users, one phone (SDK instance) each.
+    #[arg(long, default_value_t = 20)]
+    pub users: usize,
+    /// Transfers each user confirms.
+    #[arg(long, default_value_t = 10)]
+    pub transfers: usize,
+    /// Seed of every random choice (faults, amounts, taps, kills).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Probability per transfer that the app is killed soon after (SDK closed mid-flight, reopened).
+    #[arg(long, default_value_t = 0.05, value_parser = parse_rate)]
+    pub kill_rate: f64,
+    /// Probability per transfer that Send is tapped twice at once.
+    #[arg(long, default_value_t = 0.2, value_parser = parse_rate)]
+    pub double_tap_rate: f64,
+    /// Fraction of phones stranded for a day before the network returns (crosses the 24 h give-up horizon).
+    #[arg(long, default_value_t = 0.1, value_parser = parse_rate)]
+    pub stranded: f64,
+    /// How many times faster than real time the phones' clocks run.
+    #[arg(long, default_value_t = 500.0)]
+    pub speed: f64,
+    /// Mean simulated seconds between two transfers of one user.
+    #[arg(long, default_value_t = 45)]
+    pub think_secs: u64,
+    /// Real seconds the phones get to settle once the network is back.
+    #[arg(long, default_value_t = 60)]
+    pub settle_secs: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// DEBUG: break the SDK on purpose (a new idempotency key per retry); the checker must fail.
+    #[arg(long)]
+    pub new_key_per_retry: bool,
+}
+
+impl RideArgs {
+    /// The ride these options ask for.
+    pub fn config(&self) -> RideConfig {
+        RideConfig {
+            profile: self.profile.clone(),
+            users: self.users,
+            transfers: self.transfers,
+            seed: self.seed,
+            kill_rate: self.kill_rate,
+            double_tap_rate: self.double_tap_rate,
+            stranded_rate: self.stranded,
+            speed: self.speed,
+            think_mean_ms: (self.think_secs * 1000) as i64,
+            settle_limit: Duration::from_secs(self.settle_secs),
+            new_key_per_retry: self.new_key_per_retry,
+        }
+    }
+}
+
+fn parse_profile(s: &str) -> Result<NetworkProfile, String> {
+    NetworkProfile::from_name(s).ok_or_else(|| {
+        format!("unknown profile {s:?}; one of off, offline, train, flaky, lb-replay")
+    })
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!("{s:?} is not a probability between 0 and 1")),
+    }
+}

@@ -1,0 +1,341 @@
+//! One phone of a ride: its SDK instance (killed and reopened at random), its user's taps, its clock.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use sendonce::{
+    Clock, NetsimStats, NetworkProfile, Sdk, SdkConfig, SimClock, Transfer, TransferListener,
+    TransferRequest, TransferState,
+};
+
+use crate::rng::Rng;
+use crate::tap::{SharedWireLog, Tap};
+
+/// Currency of every ride.
+pub const CURRENCY: &str = "BDT";
+
+/// Real time one HTTP request may take (the server is local; this only guards against a wedge).
+const REAL_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How far a stranded phone's clock jumps: past the 24 h give-up horizon.
+pub const STRANDED_JUMP_MS: i64 = 25 * 3600 * 1000;
+
+/// What every phone of a ride shares.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Server base URL.
+    pub base_url: String,
+    /// Profile during the ride.
+    pub profile: NetworkProfile,
+    /// Ride seed.
+    pub seed: u64,
+    /// Transfers each user confirms.
+    pub transfers: usize,
+    /// Probability per transfer that the app is killed soon after (SDK closed mid-flight, reopened).
+    pub kill_rate: f64,
+    /// Probability that a transfer's Send is tapped twice at once.
+    pub double_tap_rate: f64,
+    /// Mean simulated time between two transfers of one user (ms).
+    pub think_mean_ms: i64,
+    /// Simulated ms per real ms.
+    pub speed: f64,
+    /// Debug flag of the SDK: a new key per retry (must make the checker fail).
+    pub new_key_per_retry: bool,
+    /// Every user id that can receive money (all users and the pool).
+    pub recipients: Vec<String>,
+    /// The pool recipient (used when a user draws itself).
+    pub pool: String,
+}
+
+/// A transfer the user saw confirmed on the screen.
+#[derive(Debug, Clone)]
+pub struct Intent {
+    /// The note that names it (`ride s.. u.. t..`).
+    pub note: String,
+    /// Local id the composer returned.
+    pub local_id: String,
+}
+
+/// What the listener saw of one transfer over its whole life (across restarts).
+#[derive(Debug, Default, Clone)]
+pub struct Seen {
+    /// Every key it was ever sent with.
+    pub keys: BTreeSet<String>,
+    /// It reached NeedsAttention at least once.
+    pub needed_attention: bool,
+}
+
+/// Listener registered on every SDK instance of the phone.
+#[derive(Default)]
+pub struct KeyLog(Mutex<HashMap<String, Seen>>);
+
+impl TransferListener for KeyLog {
+    fn on_transfer_changed(&self, transfer: Transfer) {
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = seen.entry(transfer.local_id).or_default();
+        entry.keys.insert(transfer.idempotency_key);
+        entry.needed_attention |= transfer.state == TransferState::NeedsAttention;
+    }
+}
+
+/// One phone.
+pub struct Device {
+    /// Index in the ride (also the user's seed stream).
+    pub index: usize,
+    /// Server user id.
+    pub user_id: String,
+    token: String,
+    db_path: PathBuf,
+    /// The phone's clock (simulated, fast).
+    pub clock: Arc<SimClock>,
+    sdk: Option<Sdk>,
+    log: Arc<KeyLog>,
+    wire: SharedWireLog,
+    plan: Arc<Plan>,
+    /// Times the app was killed.
+    pub kills: u32,
+    /// Network simulator counts, summed over every SDK instance.
+    pub net: NetsimStats,
+    /// Transfers the user saw confirmed.
+    pub intents: Vec<Intent>,
+    /// Sends that were double-tapped.
+    pub double_taps: u32,
+    /// Double taps that did not return the same transfer.
+    pub tap_anomalies: Vec<String>,
+    /// Confirms that returned an error.
+    pub confirm_errors: Vec<String>,
+    /// Its clock jumped past the give-up horizon before the network came back.
+    pub stranded: bool,
+    /// Status look-ups the app asked for (`resolve`).
+    pub resolves: u32,
+}
+
+impl Device {
+    /// A phone for `user_id` whose SQLite file lives in `dir`; not opened yet.
+    pub fn new(
+        index: usize,
+        user_id: String,
+        token: String,
+        dir: &std::path::Path,
+        start_ms: i64,
+        plan: Arc<Plan>,
+        wire: SharedWireLog,
+    ) -> Self {
+        Self {
+            index,
+            user_id,
+            token,
+            db_path: dir.join(format!("phone-{index}.db")),
+            clock: Arc::new(SimClock::new(start_ms, plan.speed)),
+            sdk: None,
+            log: Arc::default(),
+            wire,
+            plan,
+            kills: 0,
+            net: NetsimStats::default(),
+            intents: Vec::new(),
+            double_taps: 0,
+            tap_anomalies: Vec::new(),
+            confirm_errors: Vec::new(),
+            stranded: false,
+            resolves: 0,
+        }
+    }
+
+    fn sdk(&self) -> Result<&Sdk> {
+        self.sdk.as_ref().context("the SDK is not open")
+    }
+
+    /// Opens (or reopens) the SDK on the phone's file and switches the ride's network profile on.
+    pub async fn open(&mut self) -> Result<()> {
+        let config = SdkConfig::builder(self.plan.base_url.clone(), self.db_path.clone())
+            .access_token(self.token.clone())
+            .clock(self.clock.clone())
+            .request_timeout(REAL_REQUEST_TIMEOUT)
+            .unsafe_new_key_per_retry(self.plan.new_key_per_retry)
+            .build()?;
+        let tap = Arc::new(Tap::new(self.wire.clone(), REAL_REQUEST_TIMEOUT)?);
+        let sdk =
+            tokio::task::spawn_blocking(move || Sdk::open_with_transport(config, tap)).await??;
+        sdk.add_listener(self.log.clone());
+        sdk.set_network_profile(
+            self.plan.profile.clone(),
+            self.plan.seed ^ self.index as u64,
+        )?;
+        self.sdk = Some(sdk);
+        Ok(())
+    }
+
+    /// The app dies: the SDK stops wherever it is (requests cut off mid-flight).
+    pub fn kill(&mut self) {
+        if let Some(sdk) = self.sdk.take() {
+            self.add_net(sdk.network_stats());
+            sdk.close();
+            self.kills += 1;
+        }
+    }
+
+    fn add_net(&mut self, s: NetsimStats) {
+        let n = &mut self.net;
+        n.requests += s.requests;
+        n.offline += s.offline;
+        n.dropped_requests += s.dropped_requests;
+        n.dropped_responses += s.dropped_responses;
+        n.duplicated += s.duplicated;
+        n.timeouts += s.timeouts;
+    }
+
+    /// Sleeps `ms` of the phone's simulated time.
+    async fn sleep_sim(&self, ms: i64) {
+        tokio::time::sleep(self.clock.real_duration(ms)).await;
+    }
+
+    /// The user's part of the ride: confirms transfers (some tapped twice) while the app gets killed now and then.
+    pub async fn ride(&mut self) -> Result<()> {
+        let plan = self.plan.clone();
+        let mut rng = Rng::new(plan.seed, self.index as u64 + 1);
+        for t in 0..plan.transfers {
+            self.sleep_sim(rng.range(0, 2 * plan.think_mean_ms)).await;
+            let mut to = plan.recipients[rng.below(plan.recipients.len())].clone();
+            if to == self.user_id {
+                to = plan.pool.clone();
+            }
+            let request = TransferRequest {
+                to_user_id: to,
+                amount_minor: rng.range(100, 200_000),
+                currency: CURRENCY.into(),
+                note: Some(format!("ride s{} u{} t{t}", plan.seed, self.index)),
+            };
+            let double = rng.chance(plan.double_tap_rate);
+            self.confirm(request, double).await;
+            if rng.chance(plan.kill_rate) {
+                // A third of kills hit right after confirm, while the first attempt is on the wire.
+                let after = if rng.chance(0.33) {
+                    0
+                } else {
+                    rng.range(0, 20_000)
+                };
+                self.sleep_sim(after).await;
+                self.kill();
+                self.sleep_sim(rng.range(1_000, 30_000)).await;
+                self.open().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One confirm screen: Send tapped once, or twice at once (both must return the same transfer).
+    async fn confirm(&mut self, request: TransferRequest, double: bool) {
+        let note = request.note.clone().unwrap_or_default();
+        let composer = match self.sdk().and_then(|s| Ok(s.composer()?)) {
+            Ok(c) => c,
+            Err(e) => return self.confirm_errors.push(format!("{note}: composer: {e}")),
+        };
+        let (first, second) = if double {
+            self.double_taps += 1;
+            let (a, b) = tokio::join!(composer.confirm(request.clone()), composer.confirm(request));
+            (a, Some(b))
+        } else {
+            (composer.confirm(request).await, None)
+        };
+        let first = match first {
+            Ok(t) => t,
+            Err(e) => return self.confirm_errors.push(format!("{note}: {e}")),
+        };
+        self.intents.push(Intent {
+            note: note.clone(),
+            local_id: first.local_id.clone(),
+        });
+        match second {
+            Some(Ok(t)) if t.local_id != first.local_id => {
+                // Legitimate only if the first was already a definitive no (Send is enabled again then).
+                let first_now = self.sdk().and_then(|s| Ok(s.transfer(&first.local_id)?));
+                let rejected = first_now.is_ok_and(|f| {
+                    matches!(f.state, TransferState::Rejected | TransferState::Failed)
+                });
+                if rejected {
+                    self.intents.push(Intent {
+                        note,
+                        local_id: t.local_id,
+                    });
+                } else {
+                    self.tap_anomalies.push(format!(
+                        "{note}: the second tap minted transfer {} while {} was still unfinished",
+                        t.local_id, first.local_id
+                    ));
+                }
+            }
+            Some(Err(e)) => self
+                .tap_anomalies
+                .push(format!("{note}: the second tap failed: {e}")),
+            _ => {}
+        }
+    }
+
+    /// The network comes back (after a day for a stranded phone) and every transfer is brought to an end.
+    pub async fn settle(&mut self, stranded: bool, limit: Duration) -> Result<()> {
+        if self.sdk.is_none() {
+            self.open().await?;
+        }
+        self.stranded = stranded;
+        if stranded {
+            self.clock.jump(STRANDED_JUMP_MS);
+        }
+        let stats = self.sdk()?.network_stats();
+        self.add_net(stats);
+        let sdk = self.sdk()?;
+        sdk.set_network_profile(NetworkProfile::Off, 0)?;
+        sdk.set_network_available(true)?;
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut resolves = 0;
+        for transfer in sdk.transfers()? {
+            let id = transfer.local_id;
+            let mut outcome =
+                match tokio::time::timeout_at(deadline, sdk.wait_for_outcome(&id)).await {
+                    Ok(t) => t?,
+                    Err(_) => continue, // the checker reports it as not final
+                };
+            // NeedsAttention: the app resolves it by status look-up (never a new key).
+            while outcome.state == TransferState::NeedsAttention
+                && tokio::time::Instant::now() < deadline
+            {
+                resolves += 1;
+                match sdk.resolve(&id).await {
+                    Ok(t) if t.state.is_final() => outcome = t,
+                    _ => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        outcome = sdk.transfer(&id)?;
+                    }
+                }
+            }
+        }
+        self.resolves += resolves;
+        Ok(())
+    }
+
+    /// Every transfer on the phone and what the listener saw of each; closes the SDK.
+    pub fn finish(&mut self) -> Result<(Vec<Transfer>, HashMap<String, Seen>)> {
+        let transfers = self.sdk()?.transfers()?;
+        if let Some(sdk) = self.sdk.take() {
+            sdk.close();
+        }
+        let seen = self.log.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Ok((transfers, seen))
+    }
+
+    /// Simulated time of the phone now.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+}
+
+/// Ids of the transfers that needed attention.
+pub fn needed_attention(seen: &HashMap<String, Seen>) -> HashSet<String> {
+    seen.iter()
+        .filter(|(_, s)| s.needed_attention)
+        .map(|(id, _)| id.clone())
+        .collect()
+}

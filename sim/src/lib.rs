@@ -1,0 +1,14 @@
+//! `sendonce-sim`: whole rides on a simulated train against the embedded mock server, and the
+//! checker of DESIGN.md's invariants (no double debit, nothing lost, device = server, money conserved).
+
+pub mod checker;
+pub mod cli;
+pub mod device;
+pub mod report;
+pub mod ride;
+pub mod rng;
+pub mod tap;
+pub mod testapi;
+
+pub use report::Report;
+pub use ride::{run, RideConfig};

@@ -1,0 +1,240 @@
+//! The ride's report: numbers and verdicts, for people or as JSON.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::checker::Verdict;
+
+/// What a ride did and whether every invariant held. Times are simulated ms unless named `real`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Network profile during the ride.
+    pub profile: String,
+    /// Seed.
+    pub seed: u64,
+    /// Users (phones).
+    pub users: usize,
+    /// Transfers each user confirmed.
+    pub transfers_per_user: usize,
+    /// Kill probability per transfer.
+    pub kill_rate: f64,
+    /// Simulated ms per real ms.
+    pub speed: f64,
+    /// The SDK's debug flag that must make the checker fail.
+    pub new_key_per_retry: bool,
+    /// Transfers in the phones' stores.
+    pub transfers: usize,
+    /// Transfers users saw confirmed on screen.
+    pub confirmed: usize,
+    /// Sends tapped twice at once.
+    pub double_taps: u64,
+    /// Confirms that returned an error.
+    pub confirm_errors: usize,
+    /// Final: the money moved.
+    pub succeeded: usize,
+    /// Final: a definitive no (e.g. insufficient funds).
+    pub rejected: usize,
+    /// Final: never executed (found by status look-up) or a bug.
+    pub failed: usize,
+    /// Transfers that reached NeedsAttention (resolved by status look-up).
+    pub needs_attention: usize,
+    /// Transfers not final at quiescence.
+    pub not_final: usize,
+    /// Debits beyond the first per key or per confirmed transfer.
+    pub double_debits: u64,
+    /// Confirmed transfers missing or not final at quiescence.
+    pub lost: u64,
+    /// Final transfers whose device view differs from the server's.
+    pub mismatches: u64,
+    /// Debits no phone accounts for.
+    pub orphan_debits: u64,
+    /// Attempts (requests started) over all transfers.
+    pub attempts: u64,
+    /// Transfers whose success came back as a replay.
+    pub replays_seen: usize,
+    /// Transfer POSTs that reached the server.
+    pub wire_posts: u64,
+    /// Status look-ups that reached the server.
+    pub wire_look_ups: u64,
+    /// Answers with `Idempotent-Replayed: true`.
+    pub wire_replays: u64,
+    /// 409 `idempotency_key_in_use` answers.
+    pub conflicts_409: u64,
+    /// 5xx answers.
+    pub server_5xx: u64,
+    /// Answers lost after the server committed (injected).
+    pub lost_responses: u64,
+    /// Requests lost before the server (injected).
+    pub lost_requests: u64,
+    /// Requests hung until the timeout (injected).
+    pub timeouts: u64,
+    /// Requests delivered twice (injected).
+    pub duplicated: u64,
+    /// Requests refused inside a tunnel.
+    pub offline_refusals: u64,
+    /// App kills (SDK closed mid-flight, reopened).
+    pub kills: u64,
+    /// Phones stranded for a day (clock past the give-up horizon).
+    pub stranded_users: usize,
+    /// `resolve` calls the app made.
+    pub resolves: u64,
+    /// Server keys still in progress after settle.
+    pub keys_in_progress: i64,
+    /// Confirm to success, median (stranded phones excluded).
+    pub time_to_confirm_p50_ms: i64,
+    /// Confirm to success, 99th percentile (stranded phones excluded).
+    pub time_to_confirm_p99_ms: i64,
+    /// Simulated length of the ride phase.
+    pub simulated_ride_ms: i64,
+    /// Real time of the whole run.
+    pub real_ms: u64,
+    /// Every invariant held.
+    pub invariants_ok: bool,
+    /// One verdict per invariant.
+    pub invariants: Vec<Verdict>,
+}
+
+/// Nearest-rank percentile of sorted values (0 when empty).
+pub fn percentile(sorted: &[i64], p: f64) -> i64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// `1h 02m`, `3m 12s`, `4.2 s`, `350 ms`.
+pub fn duration(ms: i64) -> String {
+    let s = ms / 1000;
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if s < 60 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else if s < 3600 {
+        format!("{}m {:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h {:02}m", s / 3600, (s % 3600) / 60)
+    }
+}
+
+impl Report {
+    /// The human report.
+    pub fn human(&self) -> String {
+        let mut o = String::new();
+        let per = |n: u64| {
+            if self.transfers == 0 {
+                0.0
+            } else {
+                n as f64 / self.transfers as f64
+            }
+        };
+        let _ = writeln!(
+            o,
+            "sendonce ride: profile {}, {} users x {} transfers, seed {}, kill rate {}, {}x simulated time{}",
+            self.profile,
+            self.users,
+            self.transfers_per_user,
+            self.seed,
+            self.kill_rate,
+            self.speed,
+            if self.new_key_per_retry { ", BROKEN SDK (--new-key-per-retry)" } else { "" }
+        );
+        let _ = writeln!(
+            o,
+            "  ride {} simulated, whole run {} real\n",
+            duration(self.simulated_ride_ms),
+            duration(self.real_ms as i64)
+        );
+        let _ = writeln!(
+            o,
+            "transfers        {} on the phones ({} confirmed on screen, {} double taps)",
+            self.transfers, self.confirmed, self.double_taps
+        );
+        let _ = writeln!(
+            o,
+            "  succeeded      {} ({} as replays)",
+            self.succeeded, self.replays_seen
+        );
+        let _ = writeln!(o, "  rejected       {}", self.rejected);
+        let _ = writeln!(o, "  failed         {}", self.failed);
+        let _ = writeln!(
+            o,
+            "  needs attention {} (resolved by status look-up; {} stranded phones)",
+            self.needs_attention, self.stranded_users
+        );
+        let _ = writeln!(o, "  not final      {}", self.not_final);
+        let _ = writeln!(
+            o,
+            "attempts         {} ({:.2} per transfer)",
+            self.attempts,
+            per(self.attempts)
+        );
+        let _ = writeln!(
+            o,
+            "server saw       {} POSTs, {} replays (Idempotent-Replayed), {} x 409 in progress, {} x 5xx, {} status look-ups",
+            self.wire_posts, self.wire_replays, self.conflicts_409, self.server_5xx, self.wire_look_ups
+        );
+        let _ = writeln!(
+            o,
+            "network faults   {} lost responses, {} lost requests, {} timeouts, {} duplicated, {} refused in tunnels",
+            self.lost_responses, self.lost_requests, self.timeouts, self.duplicated, self.offline_refusals
+        );
+        let _ = writeln!(
+            o,
+            "kills            {} (SDK closed mid-flight, reopened on the same file)",
+            self.kills
+        );
+        let _ = writeln!(
+            o,
+            "time to confirm  p50 {}, p99 {} (simulated, stranded phones excluded)\n",
+            duration(self.time_to_confirm_p50_ms),
+            duration(self.time_to_confirm_p99_ms)
+        );
+        let _ = writeln!(o, "invariants");
+        for v in &self.invariants {
+            let _ = writeln!(
+                o,
+                "  {}  {}: {}",
+                if v.ok { "PASS" } else { "FAIL" },
+                v.name,
+                v.summary
+            );
+            for f in &v.failures {
+                let _ = writeln!(o, "          - {f}");
+            }
+        }
+        let _ = writeln!(
+            o,
+            "\n{}: double debits {}, lost {}, view mismatches {}, unexplained debits {}",
+            if self.invariants_ok {
+                "RIDE OK"
+            } else {
+                "RIDE FAILED"
+            },
+            self.double_debits,
+            self.lost,
+            self.mismatches,
+            self.orphan_debits
+        );
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_durations() {
+        let v: Vec<i64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50.0), 50);
+        assert_eq!(percentile(&v, 99.0), 99);
+        assert_eq!(percentile(&[], 99.0), 0);
+        assert_eq!(percentile(&[7], 1.0), 7);
+        assert_eq!(duration(350), "350 ms");
+        assert_eq!(duration(4_200), "4.2 s");
+        assert_eq!(duration(192_000), "3m 12s");
+        assert_eq!(duration(3_720_000), "1h 02m");
+    }
+}

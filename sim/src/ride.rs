@@ -1,0 +1,282 @@
+//! One ride: server up, users created, phones through the profile, network back, settle, check.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use sendonce::{Clock, NetworkProfile, SimClock, SystemClock, TransferState};
+use server_mock::ServerConfig;
+
+use crate::checker::{check, PhoneView, ServerView};
+use crate::device::{needed_attention, Device, Plan, CURRENCY};
+use crate::report::{percentile, Report};
+use crate::rng::Rng;
+use crate::tap::{SharedWireLog, WireLog};
+use crate::testapi::TestApi;
+
+/// Everything a ride can be asked to do.
+#[derive(Debug, Clone)]
+pub struct RideConfig {
+    /// Network profile during the ride.
+    pub profile: NetworkProfile,
+    /// Users (phones).
+    pub users: usize,
+    /// Transfers each user confirms.
+    pub transfers: usize,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Probability per transfer that the app is killed and reopened.
+    pub kill_rate: f64,
+    /// Probability per transfer of a double tap on Send.
+    pub double_tap_rate: f64,
+    /// Fraction of phones stranded for a day (their clock jumps past the give-up horizon).
+    pub stranded_rate: f64,
+    /// Simulated ms per real ms.
+    pub speed: f64,
+    /// Mean simulated time between two transfers of a user (ms).
+    pub think_mean_ms: i64,
+    /// Real time allowed for the phones to settle once the network is back.
+    pub settle_limit: Duration,
+    /// SDK debug flag: a new key per retry (the checker must fail).
+    pub new_key_per_retry: bool,
+}
+
+impl Default for RideConfig {
+    fn default() -> Self {
+        Self {
+            profile: NetworkProfile::Train,
+            users: 20,
+            transfers: 10,
+            seed: 1,
+            kill_rate: 0.05,
+            double_tap_rate: 0.2,
+            stranded_rate: 0.1,
+            speed: 500.0,
+            think_mean_ms: 45_000,
+            settle_limit: Duration::from_secs(60),
+            new_key_per_retry: false,
+        }
+    }
+}
+
+struct Account {
+    user_id: String,
+    token: String,
+}
+
+/// Runs the whole ride and returns the report (its verdicts say whether every invariant held).
+pub async fn run(cfg: &RideConfig) -> Result<Report> {
+    if cfg.users == 0 {
+        bail!("a ride needs at least one user");
+    }
+    let started = Instant::now();
+    let dir = tempfile::tempdir().context("temp dir")?;
+    let server_config = ServerConfig {
+        db: dir.path().join("server.db").display().to_string(),
+        ..ServerConfig::default()
+    };
+    let server = server_mock::start(server_config, "127.0.0.1:0".parse()?)
+        .await
+        .context("starting server-mock")?;
+    let api = TestApi::new(server.base_url())?;
+
+    let mut rng = Rng::new(cfg.seed, 0);
+    let pool = api.create_user("recipient pool", 0, CURRENCY).await?;
+    let mut accounts = Vec::with_capacity(cfg.users);
+    for i in 0..cfg.users {
+        let per = cfg.transfers.max(1) as i64;
+        let balance = rng.range(per * 30_000, per * 150_000);
+        let u = api
+            .create_user(&format!("rider {i}"), balance, CURRENCY)
+            .await?;
+        accounts.push(Account {
+            user_id: u.user_id,
+            token: u.token,
+        });
+    }
+    accounts.push(Account {
+        user_id: pool.user_id.clone(),
+        token: pool.token,
+    });
+    let balance_before = total_balance(&api, &accounts).await?;
+    let stranded: Vec<bool> = (0..cfg.users)
+        .map(|_| rng.chance(cfg.stranded_rate))
+        .collect();
+
+    let plan = Arc::new(Plan {
+        base_url: server.base_url(),
+        profile: cfg.profile.clone(),
+        seed: cfg.seed,
+        transfers: cfg.transfers,
+        kill_rate: cfg.kill_rate,
+        double_tap_rate: cfg.double_tap_rate,
+        think_mean_ms: cfg.think_mean_ms,
+        speed: cfg.speed,
+        new_key_per_retry: cfg.new_key_per_retry,
+        recipients: accounts.iter().map(|a| a.user_id.clone()).collect(),
+        pool: pool.user_id,
+    });
+    let wire: SharedWireLog = Arc::new(Mutex::new(WireLog::default()));
+    let start_ms = SystemClock.now_ms();
+    let ride_clock = SimClock::new(start_ms, cfg.speed);
+
+    // The ride: every phone at once.
+    let mut tasks = Vec::new();
+    for (i, account) in accounts.iter().take(cfg.users).enumerate() {
+        let mut device = Device::new(
+            i,
+            account.user_id.clone(),
+            account.token.clone(),
+            dir.path(),
+            start_ms,
+            plan.clone(),
+            wire.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            device.open().await?;
+            device.ride().await?;
+            anyhow::Ok(device)
+        }));
+    }
+    let mut devices = Vec::new();
+    for task in tasks {
+        devices.push(task.await??);
+    }
+    let ride_sim_ms = ride_clock.now_ms() - start_ms;
+
+    // The network comes back; every phone settles.
+    let mut tasks = Vec::new();
+    for (mut device, stranded) in devices.into_iter().zip(stranded) {
+        let limit = cfg.settle_limit;
+        tasks.push(tokio::spawn(async move {
+            device.settle(stranded, limit).await?;
+            anyhow::Ok(device)
+        }));
+    }
+    let mut devices = Vec::new();
+    for task in tasks {
+        devices.push(task.await??);
+    }
+    let mut settled = api.settle().await?;
+    for _ in 0..5 {
+        if settled.outbox_pending == 0 {
+            break;
+        }
+        settled = api.settle().await?;
+    }
+
+    let mut phones = Vec::new();
+    let mut attention = 0usize;
+    for device in &mut devices {
+        let (transfers, seen) = device.finish()?;
+        attention += needed_attention(&seen).len();
+        phones.push(PhoneView {
+            index: device.index,
+            user_id: device.user_id.clone(),
+            transfers,
+            seen,
+            intents: device.intents.clone(),
+            tap_anomalies: device.tap_anomalies.clone(),
+        });
+    }
+    let server_view = ServerView {
+        ledger: api.ledger().await?,
+        sms: api.sms().await?,
+        balance_before,
+        balance_after: total_balance(&api, &accounts).await?,
+    };
+    server.shutdown().await;
+
+    let wire = std::mem::take(&mut *wire.lock().unwrap_or_else(|p| p.into_inner()));
+    let verdicts = check(&phones, &server_view, &wire);
+    Ok(build_report(
+        cfg,
+        &devices,
+        &phones,
+        &wire,
+        verdicts,
+        attention,
+        ride_sim_ms,
+        settled.keys_in_progress,
+        started.elapsed(),
+    ))
+}
+
+async fn total_balance(api: &TestApi, accounts: &[Account]) -> Result<i64> {
+    let mut sum = 0;
+    for a in accounts {
+        sum += api.balance(&a.token).await?;
+    }
+    Ok(sum)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_report(
+    cfg: &RideConfig,
+    devices: &[Device],
+    phones: &[PhoneView],
+    wire: &WireLog,
+    verdicts: crate::checker::Check,
+    needs_attention: usize,
+    ride_sim_ms: i64,
+    keys_in_progress: i64,
+    real: Duration,
+) -> Report {
+    let all = || phones.iter().flat_map(|p| &p.transfers);
+    let count = |s: TransferState| all().filter(|t| t.state == s).count();
+    let stranded: HashMap<usize, bool> = devices.iter().map(|d| (d.index, d.stranded)).collect();
+    let mut ttc: Vec<i64> = phones
+        .iter()
+        .filter(|p| !stranded.get(&p.index).copied().unwrap_or(false))
+        .flat_map(|p| &p.transfers)
+        .filter(|t| t.state == TransferState::Succeeded)
+        .map(|t| t.updated_at_ms - t.created_at_ms)
+        .collect();
+    ttc.sort_unstable();
+    let net = devices.iter().map(|d| &d.net);
+    Report {
+        profile: cfg.profile.name().to_string(),
+        seed: cfg.seed,
+        users: cfg.users,
+        transfers_per_user: cfg.transfers,
+        kill_rate: cfg.kill_rate,
+        speed: cfg.speed,
+        new_key_per_retry: cfg.new_key_per_retry,
+        transfers: all().count(),
+        confirmed: devices.iter().map(|d| d.intents.len()).sum(),
+        double_taps: devices.iter().map(|d| d.double_taps as u64).sum(),
+        confirm_errors: devices.iter().map(|d| d.confirm_errors.len()).sum(),
+        succeeded: count(TransferState::Succeeded),
+        rejected: count(TransferState::Rejected),
+        failed: count(TransferState::Failed),
+        needs_attention,
+        not_final: all().filter(|t| !t.state.is_final()).count(),
+        double_debits: verdicts.double_debits,
+        lost: verdicts.lost,
+        mismatches: verdicts.mismatches,
+        orphan_debits: verdicts.orphan_debits,
+        attempts: all().map(|t| t.attempts as u64).sum(),
+        replays_seen: all().filter(|t| t.replayed).count(),
+        wire_posts: wire.posts,
+        wire_look_ups: wire.look_ups,
+        wire_replays: wire.replays,
+        conflicts_409: wire.status(409),
+        server_5xx: wire.statuses_in(500..600),
+        lost_responses: net.clone().map(|n| n.dropped_responses).sum(),
+        lost_requests: net.clone().map(|n| n.dropped_requests).sum(),
+        timeouts: net.clone().map(|n| n.timeouts).sum(),
+        duplicated: net.clone().map(|n| n.duplicated).sum(),
+        offline_refusals: net.map(|n| n.offline).sum(),
+        kills: devices.iter().map(|d| d.kills as u64).sum(),
+        stranded_users: devices.iter().filter(|d| d.stranded).count(),
+        resolves: devices.iter().map(|d| d.resolves as u64).sum(),
+        keys_in_progress,
+        time_to_confirm_p50_ms: percentile(&ttc, 50.0),
+        time_to_confirm_p99_ms: percentile(&ttc, 99.0),
+        simulated_ride_ms: ride_sim_ms,
+        real_ms: real.as_millis() as u64,
+        invariants_ok: verdicts.ok(),
+        invariants: verdicts.verdicts,
+    }
+}

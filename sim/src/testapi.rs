@@ -1,0 +1,154 @@
+//! Client of the mock server's test API: users, wallets, ledger, SMS, settle.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// A user created for the ride.
+#[derive(Debug, Clone, Deserialize)]
+pub struct NewUser {
+    /// Server user id.
+    pub user_id: String,
+    /// Bearer token.
+    pub token: String,
+}
+
+/// One ledger row.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Entry {
+    /// Row id.
+    pub entry_id: i64,
+    /// Whose balance it changes.
+    pub user_id: String,
+    /// `deposit`, `debit` or `credit`.
+    pub kind: String,
+    /// Always positive; the kind gives the sign.
+    pub amount_minor: i64,
+    /// Transfer it belongs to.
+    pub transfer_id: Option<String>,
+    /// Sender's key.
+    pub idempotency_key: Option<String>,
+}
+
+/// One notification.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Sms {
+    /// Recipient of the SMS.
+    pub user_id: String,
+    /// Transfer it announces.
+    pub transfer_id: String,
+}
+
+/// What `/v1/test/settle` reports.
+#[derive(Debug, Clone, Deserialize, Default)]
+pub struct Stats {
+    /// Events not yet published (0 once drained).
+    pub outbox_pending: i64,
+    /// Keys still `in_progress`.
+    pub keys_in_progress: i64,
+}
+
+#[derive(Deserialize)]
+struct Wallet {
+    balance_minor: i64,
+}
+
+/// Test API of one server.
+#[derive(Debug, Clone)]
+pub struct TestApi {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl TestApi {
+    /// A client for the server at `base` (`http://host:port`).
+    pub fn new(base: impl Into<String>) -> Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(30))
+            .build()?;
+        Ok(Self {
+            http,
+            base: base.into(),
+        })
+    }
+
+    async fn get<T: for<'de> Deserialize<'de>>(
+        &self,
+        path: &str,
+        token: Option<&str>,
+    ) -> Result<T> {
+        let mut request = self.http.get(format!("{}{path}", self.base));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request
+            .send()
+            .await
+            .with_context(|| format!("GET {path}"))?;
+        if !response.status().is_success() {
+            bail!("GET {path} answered {}", response.status());
+        }
+        response
+            .json()
+            .await
+            .with_context(|| format!("GET {path}: body"))
+    }
+
+    async fn post<T: for<'de> Deserialize<'de>>(
+        &self,
+        path: &str,
+        body: serde_json::Value,
+    ) -> Result<T> {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .with_context(|| format!("POST {path}"))?;
+        if !response.status().is_success() {
+            bail!("POST {path} answered {}", response.status());
+        }
+        response
+            .json()
+            .await
+            .with_context(|| format!("POST {path}: body"))
+    }
+
+    /// Creates a user with an opening balance.
+    pub async fn create_user(
+        &self,
+        name: &str,
+        balance_minor: i64,
+        currency: &str,
+    ) -> Result<NewUser> {
+        self.post(
+            "/v1/test/users",
+            json!({"display_name": name, "balance_minor": balance_minor, "currency": currency}),
+        )
+        .await
+    }
+
+    /// The user's balance (the sum of its ledger).
+    pub async fn balance(&self, token: &str) -> Result<i64> {
+        Ok(self
+            .get::<Wallet>("/v1/wallet", Some(token))
+            .await?
+            .balance_minor)
+    }
+
+    /// Every ledger entry.
+    pub async fn ledger(&self) -> Result<Vec<Entry>> {
+        self.get("/v1/test/ledger", None).await
+    }
+
+    /// Every SMS sent.
+    pub async fn sms(&self) -> Result<Vec<Sms>> {
+        self.get("/v1/test/sms", None).await
+    }
+
+    /// Waits until the outbox is drained (every credit and SMS done).
+    pub async fn settle(&self) -> Result<Stats> {
+        self.post("/v1/test/settle", json!({})).await
+    }
+}

@@ -1,0 +1,65 @@
+//! The one-command ride, end to end through the binary: a sound SDK passes, a broken one is caught.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn ride(args: &[&str]) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_sendonce-sim"))
+        .args([
+            "ride",
+            "--json",
+            "--profile",
+            "train",
+            "--users",
+            "5",
+            "--transfers",
+            "6",
+        ])
+        .args(args)
+        .output()
+        .expect("sendonce-sim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("JSON report ({e}): {stdout}\n{stderr}"));
+    (out.status.code().unwrap_or(-1), report, stderr)
+}
+
+#[test]
+fn a_small_train_ride_holds_every_invariant() {
+    let (code, r, stderr) = ride(&["--seed", "7", "--kill-rate", "0.2"]);
+    assert_eq!(code, 0, "ride failed: {r:#}\n{stderr}");
+    assert_eq!(r["invariants_ok"], true);
+    assert_eq!(r["double_debits"], 0);
+    assert_eq!(r["lost"], 0);
+    assert_eq!(r["transfers"], 30);
+    assert_eq!(
+        r["succeeded"].as_u64().unwrap()
+            + r["rejected"].as_u64().unwrap()
+            + r["failed"].as_u64().unwrap(),
+        30
+    );
+    for field in ["needs_attention", "attempts", "lost_responses", "kills"] {
+        assert!(r[field].is_u64(), "{field} missing: {r:#}");
+    }
+}
+
+#[test]
+fn a_key_per_retry_is_caught_as_double_debit() {
+    let (code, r, stderr) = ride(&["--seed", "7", "--new-key-per-retry"]);
+    assert_eq!(code, 1, "the broken SDK must fail the ride: {r:#}");
+    assert_eq!(r["invariants_ok"], false);
+    assert!(
+        r["double_debits"].as_u64().unwrap() > 0,
+        "no double debit found: {r:#}"
+    );
+    assert!(
+        stderr.contains("FAIL no double debit"),
+        "no clear message on stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains("debited"),
+        "the message names the double debit: {stderr}"
+    );
+}
