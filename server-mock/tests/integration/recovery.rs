@@ -159,6 +159,50 @@ async fn crash_between_key_insert_and_ledger_then_restart() {
 }
 
 #[tokio::test]
+async fn sigkill_during_gateway_step_then_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("kill.db");
+    let (mut child, url) = spawn_binary(&db, &["--lock-timeout", "1s", "--gateway-delay", "3s"]);
+    let s = server_at(&url).await;
+    let (a, b) = (s.user("A", 10_000).await, s.user("B", 0).await);
+    let body = transfer_body(&b.id, 1_234);
+    let in_flight = {
+        let (url, a, body) = (url.clone(), a.clone(), body.clone());
+        tokio::spawn(async move { server_at(&url).await.send(&a, "kill-key", &body).await })
+    };
+    // The key row is committed at once; the gateway step then sleeps for 3 s.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let kill = Command::new("kill")
+        .args(["-KILL", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let _ = child.0.wait();
+    assert!(
+        in_flight.await.unwrap().is_err(),
+        "the client lost its answer"
+    );
+
+    let (_child, url) = spawn_binary(&db, &["--lock-timeout", "1s"]);
+    let s = server_at(&url).await;
+    let mut done = None;
+    for _ in 0..200 {
+        let r = s.send(&a, "kill-key", &body).await.unwrap();
+        if r.status == 201 {
+            done = Some(r);
+            break;
+        }
+        assert_eq!(r.status, 409, "{:?}", r.json());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        done.is_some(),
+        "released after the lock timeout, then executed"
+    );
+    assert_eq!(s.debits("kill-key").await, 1);
+}
+
+#[tokio::test]
 async fn outbox_replay_from_zero_changes_nothing() {
     let s = start_with(|c| c.gateway_delay = Duration::ZERO).await;
     let users = [
