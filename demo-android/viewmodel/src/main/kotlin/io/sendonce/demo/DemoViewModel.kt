@@ -1,0 +1,437 @@
+package io.sendonce.demo
+
+import io.sendonce.Composer
+import io.sendonce.ComposerState
+import io.sendonce.SendOnce
+import io.sendonce.SendOnceConfig
+import io.sendonce.SendOnceException
+import io.sendonce.Transfer
+import io.sendonce.TransferRequest
+import io.sendonce.currentTransfer
+import io.sendonce.isFinal
+import io.sendonce.isSettled
+import io.sendonce.sendEnabled
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.ExperimentalCoroutinesApi
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.flow.Flow
+import kotlinx.coroutines.flow.MutableStateFlow
+import kotlinx.coroutines.flow.SharingStarted
+import kotlinx.coroutines.flow.StateFlow
+import kotlinx.coroutines.flow.combine
+import kotlinx.coroutines.flow.distinctUntilChanged
+import kotlinx.coroutines.flow.flatMapLatest
+import kotlinx.coroutines.flow.flow
+import kotlinx.coroutines.flow.flowOf
+import kotlinx.coroutines.flow.map
+import kotlinx.coroutines.flow.stateIn
+import kotlinx.coroutines.flow.update
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.sync.Mutex
+import kotlinx.coroutines.sync.withLock
+import kotlinx.coroutines.withContext
+import java.io.File
+import java.io.IOException
+import java.net.URI
+import java.util.concurrent.atomic.AtomicBoolean
+import kotlin.random.Random
+
+/**
+ * The whole demo screen: wallet balance, recipient and amount form, confirm step, progress, receipt,
+ * recent transfers, Train mode and the server URL setting. Plain Kotlin (coroutines + StateFlow, no
+ * Android classes): the Compose shell renders [state] and calls the `on…` functions, nothing else.
+ *
+ * Every transfer decision (key, state, retry, whether Send is enabled) is the SDK's; this class only turns
+ * SDK state into text and forwards taps. [filesDir] holds the SDK's database and the demo account;
+ * [scope] is the owner's (Android: `viewModelScope`). Call [close] when the screen goes away for good
+ * (the SDK keeps every unfinished transfer on disk and resumes it on the next start).
+ */
+@OptIn(ExperimentalCoroutinesApi::class)
+class DemoViewModel(
+    private val filesDir: File,
+    private val scope: CoroutineScope,
+    private val options: DemoOptions = DemoOptions(),
+) : AutoCloseable {
+    private class Session(val account: DemoAccount, val sdk: SendOnce, val composer: Composer, val openedAtWallMs: Long) {
+        fun close() {
+            composer.close()
+            sdk.close()
+        }
+    }
+
+    /** What the user typed and chose; everything else on screen comes from the SDK. */
+    private data class Model(
+        val loading: Boolean = true,
+        val setupError: String? = null,
+        val serverUrl: String,
+        val serverUrlField: String,
+        val settingsError: String? = null,
+        val step: Screen = Screen.FORM,
+        val recipient: String = "",
+        val amount: String = "",
+        val showValidation: Boolean = false,
+        val pending: TransferRequest? = null,
+        val errorText: String? = null,
+        val notice: String? = null,
+        val wallet: Wallet? = null,
+        val balanceError: String? = null,
+        val trainMode: TrainMode = TrainMode.OFF,
+        val networkAvailable: Boolean = true,
+    )
+
+    private data class ComposerView(val state: ComposerState, val sendEnabled: Boolean)
+
+    private val store by lazy { AccountStore(File(filesDir, "demo-account.properties")) }
+    private val walletClient = WalletClient()
+    private val lifecycle = Mutex()
+    private val closed = AtomicBoolean(false)
+    private val model = MutableStateFlow(Model(serverUrl = options.defaultServerUrl, serverUrlField = options.defaultServerUrl))
+    private val session = MutableStateFlow<Session?>(null)
+
+    private val composerView: Flow<ComposerView> = session.flatMapLatest { s ->
+        if (s == null) {
+            flowOf(ComposerView(ComposerState.Editing, false))
+        } else {
+            // `sendEnabled` read off the same state value (Rust's `composerStateSendEnabled`, which is what the
+            // composer's own `sendEnabled` flow carries): combining the two flows could pair a new state with
+            // the previous flag for one frame.
+            s.composer.state.map { ComposerView(it, it.sendEnabled) }
+        }
+    }
+    private val transfers: Flow<List<Transfer>> = session.flatMapLatest { it?.sdk?.transfers ?: flowOf(emptyList()) }
+
+    /** Ticks once a second while the screen shows a countdown, so "next try in Xs" counts down. */
+    private val ticks: Flow<Long> = composerView.map { it.state is ComposerState.Waiting }.distinctUntilChanged()
+        .flatMapLatest { waiting ->
+            if (waiting) {
+                flow {
+                    while (true) {
+                        emit(options.nowMs())
+                        delay(options.tickMs)
+                    }
+                }
+            } else {
+                flowOf(options.nowMs())
+            }
+        }
+
+    /** The screen. */
+    val state: StateFlow<DemoUiState> = combine(model, session, composerView, transfers, ticks) { m, s, c, list, _ ->
+        render(m, s, c, list)
+    }.stateIn(scope, SharingStarted.Eagerly, DemoUiState(serverUrl = options.defaultServerUrl, serverUrlField = options.defaultServerUrl))
+
+    init {
+        // The balance follows every transfer that ends (and the first list after opening).
+        scope.launch {
+            transfers.map { list -> list.count { it.state.isFinal } }.distinctUntilChanged().collect { refreshBalance() }
+        }
+        scope.launch {
+            val saved = withContext(options.io) { store.serverUrl }
+            if (saved != null) model.update { it.copy(serverUrl = saved, serverUrlField = saved) }
+            connect()
+        }
+    }
+
+    // --- taps and platform events ---------------------------------------------------------------
+
+    fun onRecipientChanged(text: String) = model.update { it.copy(recipient = text, errorText = null) }
+
+    fun onAmountChanged(text: String) = model.update { it.copy(amount = text, errorText = null) }
+
+    /** Review: checks the form and shows the confirm step. */
+    fun onReviewTapped() {
+        model.update { m ->
+            val invalid = Texts.validation(m.recipient, m.amount)
+            val amount = Texts.parseAmount(m.amount)
+            if (invalid != null || amount !is Texts.AmountInput.Valid) {
+                m.copy(showValidation = true)
+            } else {
+                val request = TransferRequest(toUserId = m.recipient.trim(), amountMinor = amount.minor, currency = currency(m), note = null)
+                m.copy(step = Screen.CONFIRM, pending = request, errorText = null, notice = null)
+            }
+        }
+    }
+
+    /**
+     * Send. Every tap goes to the composer, which returns the same transfer for every tap of one intent: ten
+     * quick taps are one transfer with one key. The button's enabled state is the composer's `sendEnabled`.
+     */
+    fun onSendTapped() {
+        val s = session.value ?: return
+        val request = model.value.pending ?: return
+        model.update { it.copy(errorText = null, notice = null) }
+        scope.launch {
+            try {
+                s.composer.confirm(request)
+            } catch (e: SendOnceException) {
+                if (!closed.get()) model.update { it.copy(errorText = Texts.errorText(e, request.currency)) }
+            }
+        }
+    }
+
+    /** Back from the confirm step (or from a rejection) to the form, keeping what was typed. */
+    fun onEditTapped() {
+        startNewIntent()
+        model.update { it.copy(step = Screen.FORM, pending = null, errorText = null, notice = null) }
+    }
+
+    /** "Send another" after the receipt (or after handing a transfer over as Needs attention). */
+    fun onSendAnotherTapped() {
+        if (!startNewIntent()) return
+        model.update { it.copy(step = Screen.FORM, pending = null, amount = "", showValidation = false, errorText = null, notice = null) }
+    }
+
+    /** Needs attention: asks the server about the transfer's key now (never sends it with a new key). */
+    fun onCheckAgainTapped() {
+        val s = session.value ?: return
+        val t = s.composer.state.value.currentTransfer ?: return
+        model.update { it.copy(errorText = null) }
+        scope.launch {
+            try {
+                s.sdk.resolve(t.localId)
+            } catch (e: SendOnceException) {
+                if (!closed.get()) model.update { it.copy(errorText = Texts.errorText(e, t.currency)) }
+            }
+        }
+    }
+
+    /** Train mode: switches the SDK's network simulator at once (transfers in flight included). */
+    fun onTrainModeSelected(mode: TrainMode) {
+        model.update { it.copy(trainMode = mode) }
+        val s = session.value ?: return
+        try {
+            s.sdk.setNetworkProfile(mode.profile, options.trainSeed ?: Random.nextLong())
+        } catch (e: SendOnceException) {
+            model.update { it.copy(errorText = Texts.errorText(e, currency(it))) }
+        }
+    }
+
+    /** The platform's connectivity callback (Android `NetworkCallback`, iOS `NWPathMonitor`). */
+    fun onNetworkChanged(available: Boolean) {
+        model.update { it.copy(networkAvailable = available) }
+        try {
+            session.value?.sdk?.setNetworkAvailable(available)
+        } catch (_: SendOnceException) {
+            // Closed meanwhile; the next session reads networkAvailable when it opens.
+        }
+        if (available) scope.launch { refreshBalance() }
+    }
+
+    fun onRefreshBalanceTapped() {
+        scope.launch { refreshBalance() }
+    }
+
+    fun onServerUrlChanged(text: String) = model.update { it.copy(serverUrlField = text, settingsError = null) }
+
+    /**
+     * Saves the server URL and reconnects. Each server has its own demo account and SDK database, so a
+     * transfer still waiting for one server resumes when the app points at that server again.
+     */
+    fun onServerUrlSaved() {
+        val url = model.value.serverUrlField.trim().trimEnd('/')
+        val uri = runCatching { URI(url) }.getOrNull()
+        if (uri == null || uri.scheme !in setOf("http", "https") || uri.host.isNullOrEmpty()) {
+            model.update { it.copy(settingsError = "Enter a URL like ${DemoOptions.DEFAULT_SERVER_URL}") }
+            return
+        }
+        model.update {
+            it.copy(
+                serverUrl = url, serverUrlField = url, settingsError = null, step = Screen.FORM, pending = null,
+                recipient = "", amount = "", showValidation = false, errorText = null, notice = null,
+            )
+        }
+        scope.launch {
+            withContext(options.io) { store.serverUrl = url }
+            connect()
+        }
+    }
+
+    /** Retry after a failed start (server unreachable on first start). */
+    fun onRetryTapped() {
+        scope.launch { connect() }
+    }
+
+    /** Closes the SDK. Unfinished transfers stay on disk and resume on the next start, with the same key. */
+    override fun close() {
+        if (!closed.compareAndSet(false, true)) return
+        closeSession()
+    }
+
+    // --- inside ---------------------------------------------------------------------------------
+
+    private fun currency(m: Model) = m.wallet?.currency?.takeIf { it.isNotEmpty() } ?: options.currency
+
+    /** Returns false when the current transfer is still on its way (the composer refuses a new intent). */
+    private fun startNewIntent(): Boolean {
+        val s = session.value ?: return true
+        return try {
+            s.composer.newIntent()
+            true
+        } catch (e: SendOnceException) {
+            model.update { it.copy(errorText = Texts.errorText(e, currency(it))) }
+            false
+        }
+    }
+
+    @Synchronized
+    private fun closeSession() {
+        val s = session.value ?: return
+        session.value = null
+        s.close()
+    }
+
+    private suspend fun connect() = lifecycle.withLock {
+        if (closed.get()) return@withLock
+        closeSession()
+        val url = model.value.serverUrl
+        model.update { it.copy(loading = true, setupError = null, wallet = null, balanceError = null) }
+        val opened = try {
+            withContext(options.io) { openSession(url) }
+        } catch (e: Exception) {
+            model.update { it.copy(loading = false, setupError = setupText(url, e)) }
+            return@withLock
+        }
+        session.value = opened
+        if (closed.get()) {
+            closeSession()
+            return@withLock
+        }
+        val resumed = opened.composer.state.value !is ComposerState.Editing
+        model.update {
+            it.copy(
+                loading = false,
+                recipient = it.recipient.ifEmpty { opened.account.recipientId },
+                notice = if (resumed) RESUMED else null,
+            )
+        }
+        refreshBalance()
+    }
+
+    private fun openSession(url: String): Session {
+        val account = store.account(url)
+            ?: walletClient.signUp(url, options.startingBalanceMinor, options.currency).also(store::save)
+        val openedAt = options.nowMs()
+        val db = File(filesDir, "sendonce-${account.userId.replace(Regex("[^A-Za-z0-9_-]"), "_")}.db")
+        val sdk = SendOnce.open(
+            SendOnceConfig(
+                baseUrl = url,
+                dbPath = db.path,
+                accessToken = account.token,
+                retry = options.retry,
+                requestTimeoutMs = options.requestTimeoutMs,
+                clockSpeed = options.clockSpeed,
+            ),
+        )
+        try {
+            val m = model.value
+            if (m.trainMode != TrainMode.OFF) sdk.setNetworkProfile(m.trainMode.profile, options.trainSeed ?: Random.nextLong())
+            if (!m.networkAvailable) sdk.setNetworkAvailable(false)
+            // After a kill: follow the newest unfinished transfer on the confirm screen again.
+            val unfinished = sdk.unfinishedTransfers().firstOrNull()
+            val composer = if (unfinished != null) sdk.composer(unfinished.localId) else sdk.composer()
+            return Session(account, sdk, composer, openedAt)
+        } catch (e: Throwable) {
+            sdk.close()
+            throw e
+        }
+    }
+
+    private suspend fun refreshBalance() {
+        val s = session.value ?: return
+        try {
+            val wallet = withContext(options.io) { walletClient.wallet(s.account.serverUrl, s.account.token) }
+            if (session.value === s) model.update { it.copy(wallet = wallet, balanceError = null) }
+        } catch (e: IOException) {
+            if (session.value === s) model.update { it.copy(balanceError = "can't reach the server") }
+        }
+    }
+
+    private fun setupText(url: String, e: Exception): String = when {
+        e is HttpStatusException && e.status == 404 ->
+            "The server at $url has no test API: the demo creates its users with server-mock's POST /v1/test/users."
+        e is HttpStatusException -> "The server at $url answered ${e.status} when creating the demo user."
+        e is IOException ->
+            "Cannot reach the server at $url. Is server-mock running on your computer " +
+                "(cargo run -p server-mock -- --listen 0.0.0.0:8080)? Check the server URL in Settings."
+        e is SendOnceException -> Texts.errorText(e, options.currency)
+        else -> "Could not start: ${e.message}"
+    }
+
+    /** Pure: the screen from the model, the composer and the SDK's list. */
+    private fun render(m: Model, s: Session?, c: ComposerView, list: List<Transfer>): DemoUiState {
+        val cs = c.state
+        val screen = when (cs) {
+            is ComposerState.Editing -> m.step
+            is ComposerState.Submitting, is ComposerState.Waiting -> Screen.PROGRESS
+            is ComposerState.Done -> Screen.RECEIPT
+            is ComposerState.Rejected -> Screen.REJECTED
+            is ComposerState.NeedsAttention -> Screen.NEEDS_ATTENTION
+        }
+        val validation = Texts.validation(m.recipient, m.amount)
+        val showValidation = m.showValidation || m.amount.isNotEmpty()
+        val current = cs.currentTransfer
+        val derivedError = when (cs) {
+            is ComposerState.Rejected -> Texts.rejectionText(cs.reason, cs.transfer)
+            is ComposerState.NeedsAttention -> Texts.NEEDS_ATTENTION
+            else -> null
+        }
+        return DemoUiState(
+            loading = m.loading,
+            setupError = m.setupError,
+            balanceText = when {
+                m.wallet != null -> "Balance: ${Texts.money(m.wallet.balanceMinor, m.wallet.currency)}"
+                m.balanceError != null -> "Balance unavailable — ${m.balanceError}"
+                else -> "Balance: …"
+            },
+            balanceMinor = m.wallet?.balanceMinor,
+            accountText = s?.let { "You: ${it.account.userId}" } ?: "",
+            accountUserId = s?.account?.userId,
+            screen = screen,
+            recipient = m.recipient,
+            amount = m.amount,
+            validationText = if (showValidation) validation else null,
+            reviewEnabled = validation == null && s != null,
+            confirmText = m.pending?.let { "Send ${Texts.money(it.amountMinor, it.currency)} to ${it.toUserId}?" }
+                ?.takeIf { screen == Screen.CONFIRM || screen == Screen.REJECTED },
+            transferTitle = current?.let(Texts::title),
+            sendEnabled = s != null && c.sendEnabled,
+            showSpinner = cs is ComposerState.Submitting || cs is ComposerState.Waiting,
+            statusLine = when (cs) {
+                is ComposerState.Submitting -> "Sending…"
+                is ComposerState.Waiting -> Texts.waitingLine(cs.transfer, cs.needsAuth, sdkNow(s), options.clockSpeed)
+                else -> null
+            },
+            receipt = (cs as? ComposerState.Done)?.receipt?.let { r ->
+                Receipt(
+                    title = "Sent ${Texts.title(r)}",
+                    serverTransferId = r.serverTransferId ?: "",
+                    idempotencyKey = r.idempotencyKey,
+                    attempts = r.attempts.toInt(),
+                    replayNote = if (r.replayed) REPLAYED else null,
+                )
+            },
+            errorText = m.errorText ?: derivedError,
+            notice = m.notice,
+            transfers = list.take(options.recentLimit).map {
+                TransferRow(it.localId, Texts.title(it), Texts.stateLabel(it), it.serverTransferId, it.idempotencyKey, it.state.isSettled)
+            },
+            trainMode = m.trainMode,
+            networkAvailable = m.networkAvailable,
+            serverUrl = m.serverUrl,
+            serverUrlField = m.serverUrlField,
+            settingsError = m.settingsError,
+        )
+    }
+
+    /** Now on the SDK's clock (which runs [DemoOptions.clockSpeed] times faster than the wall clock). */
+    private fun sdkNow(s: Session?): Long {
+        val now = options.nowMs()
+        if (s == null || options.clockSpeed == 1.0) return now
+        return s.openedAtWallMs + ((now - s.openedAtWallMs) * options.clockSpeed).toLong()
+    }
+
+    companion object {
+        const val RESUMED = "Resumed a transfer confirmed before the app was closed: same key, it is never sent twice."
+        const val REPLAYED = "The first answer was lost on the way; the server replayed it. The money moved once."
+    }
+}

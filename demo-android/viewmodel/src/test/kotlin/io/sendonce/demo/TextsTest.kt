@@ -1,0 +1,94 @@
+package io.sendonce.demo
+
+import io.sendonce.Rejection
+import io.sendonce.SendOnceException
+import io.sendonce.Transfer
+import io.sendonce.TransferState
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Test
+
+/** The pure text functions, without a server. */
+class TextsTest {
+    private fun transfer(
+        state: TransferState,
+        attempts: UInt = 1u,
+        nextAt: Long? = null,
+        rejection: Rejection? = null,
+    ) = Transfer(
+        localId = "l1", idempotencyKey = "k1", toUserId = "usr_bob", amountMinor = 1250, currency = "BDT", note = null,
+        state = state, attempts = attempts, createdAtMs = 0, updatedAtMs = 0, lastAttemptAtMs = null,
+        nextAttemptAtMs = nextAt, lastError = null, serverTransferId = null, rejection = rejection, replayed = false,
+    )
+
+    @Test
+    fun `money is formatted with grouping and two decimals`() {
+        assertEquals("12.50 BDT", Texts.money(1250, "BDT"))
+        assertEquals("10,000.00 BDT", Texts.money(1_000_000, "BDT"))
+        assertEquals("0.05 BDT", Texts.money(5, "BDT"))
+    }
+
+    @Test
+    fun `amount field parsing and validation texts`() {
+        assertEquals(Texts.AmountInput.Valid(1250), Texts.parseAmount("12.5"))
+        assertEquals(Texts.AmountInput.Valid(100_000), Texts.parseAmount(" 1,000 "))
+        assertEquals(Texts.AmountInput.Valid(50), Texts.parseAmount(".5"))
+        assertEquals(Texts.AmountInput.Invalid("Enter an amount"), Texts.parseAmount(""))
+        assertEquals(Texts.AmountInput.Invalid("Enter an amount like 12.50"), Texts.parseAmount("12a"))
+        assertEquals(Texts.AmountInput.Invalid("Enter an amount like 12.50"), Texts.parseAmount("-3"))
+        assertEquals(Texts.AmountInput.Invalid("At most 2 decimal places"), Texts.parseAmount("1.234"))
+        assertEquals(Texts.AmountInput.Invalid("The amount must be more than 0"), Texts.parseAmount("0.00"))
+        assertEquals("Enter the recipient's user id", Texts.validation(" ", "12"))
+        assertEquals("A user id has no spaces", Texts.validation("usr a", "12"))
+        assertNull(Texts.validation("usr_bob", "12"))
+    }
+
+    @Test
+    fun `waiting line counts down in real seconds`() {
+        val retrying = transfer(TransferState.RETRYING, attempts = 3u, nextAt = 10_500)
+        assertEquals("Waiting for network — attempt 3, next try in 5s", Texts.waitingLine(retrying, false, 6_000))
+        assertEquals("Waiting for network — attempt 3, next try in 0s", Texts.waitingLine(retrying, false, 11_000))
+        // A clock running 10x: 4.5 s of SDK time is 0.45 s of real time.
+        assertEquals("Waiting for network — attempt 3, next try in 1s", Texts.waitingLine(retrying, false, 6_000, 10.0))
+        assertEquals(
+            "Waiting for network — attempt 4, trying now",
+            Texts.waitingLine(transfer(TransferState.SENDING, attempts = 4u), false, 0),
+        )
+        assertEquals(
+            "Waiting for sign-in — attempt 2, the server refused the credentials",
+            Texts.waitingLine(transfer(TransferState.AUTH_REQUIRED, attempts = 2u), true, 0),
+        )
+    }
+
+    @Test
+    fun `every state has a human label`() {
+        val labels = TransferState.entries.associateWith {
+            Texts.stateLabel(transfer(it, attempts = 2u, rejection = Rejection("insufficient_funds", "", 402u)))
+        }
+        assertEquals("Queued", labels[TransferState.PENDING])
+        assertEquals("Sending (attempt 2)", labels[TransferState.SENDING])
+        assertEquals("Waiting for network (attempt 2)", labels[TransferState.RETRYING])
+        assertEquals("Waiting for sign-in", labels[TransferState.AUTH_REQUIRED])
+        assertEquals("Sent", labels[TransferState.SUCCEEDED])
+        assertEquals("Declined — not enough money", labels[TransferState.REJECTED])
+        assertEquals("Failed — not enough money", labels[TransferState.FAILED])
+        assertEquals("Needs attention", labels[TransferState.NEEDS_ATTENTION])
+    }
+
+    @Test
+    fun `typed errors have their own texts`() {
+        assertEquals(
+            "Invalid amount: enter more than 0 and at most 10,000,000,000.00 BDT.",
+            Texts.errorText(SendOnceException.InvalidAmount("invalid amount: too large"), "BDT"),
+        )
+        assertEquals(
+            "Invalid recipient: a user id is 1 to 128 visible characters, without spaces.",
+            Texts.errorText(SendOnceException.InvalidRecipient("x"), "BDT"),
+        )
+        val t = transfer(TransferState.REJECTED)
+        assertEquals(
+            "The server said no (409 weird_code): odd. Nothing was sent.",
+            Texts.rejectionText(Rejection("weird_code", "odd", 409u), t),
+        )
+    }
+}
