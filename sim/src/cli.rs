@@ -48,7 +48,7 @@ pub struct RideArgs {
     #[arg(long, default_value_t = 0.1, value_parser = parse_rate)]
     pub stranded: f64,
     /// How many times faster than real time the phones' clocks run.
-    #[arg(long, default_value_t = 500.0)]
+    #[arg(long, default_value_t = 200.0)]
     pub speed: f64,
     /// Mean simulated seconds between two transfers of one user.
     #[arg(long, default_value_t = 45)]
@@ -56,6 +56,9 @@ pub struct RideArgs {
     /// Real seconds the phones get to settle once the network is back.
     #[arg(long, default_value_t = 60)]
     pub settle_secs: u64,
+    /// Server-side faults during the ride (probability each of a 503, a response dropped after commit, a duplicate delivery).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub server_faults: f64,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -79,6 +82,7 @@ impl RideArgs {
             think_mean_ms: (self.think_secs * 1000) as i64,
             settle_limit: Duration::from_secs(self.settle_secs),
             new_key_per_retry: self.new_key_per_retry,
+            server_fault_rate: self.server_faults,
         }
     }
 }

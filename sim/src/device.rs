@@ -197,8 +197,11 @@ impl Device {
     pub async fn ride(&mut self) -> Result<()> {
         let plan = self.plan.clone();
         let mut rng = Rng::new(plan.seed, self.index as u64 + 1);
+        // Taps follow the phone's clock (not the time each confirm took), so a ride's simulated length is its plan.
+        let mut tap_at = self.now_ms();
         for t in 0..plan.transfers {
-            self.sleep_sim(rng.range(0, 2 * plan.think_mean_ms)).await;
+            tap_at += rng.range(0, 2 * plan.think_mean_ms);
+            self.sleep_sim(tap_at - self.now_ms()).await;
             let mut to = plan.recipients[rng.below(plan.recipients.len())].clone();
             if to == self.user_id {
                 to = plan.pool.clone();

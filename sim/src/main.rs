@@ -10,7 +10,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "error".into()),
+                .unwrap_or_else(|_| "error,tower_http=off".into()),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -40,6 +40,9 @@ pub struct RideConfig {
     pub settle_limit: Duration,
     /// SDK debug flag: a new key per retry (the checker must fail).
     pub new_key_per_retry: bool,
+    /// Server-side faults during the ride: probability of a 503, of a response dropped after commit and of a
+    /// duplicate delivery (each); 0 for none.
+    pub server_fault_rate: f64,
 }
 
 impl Default for RideConfig {
@@ -52,10 +55,11 @@ impl Default for RideConfig {
             kill_rate: 0.05,
             double_tap_rate: 0.2,
             stranded_rate: 0.1,
-            speed: 500.0,
+            speed: 200.0,
             think_mean_ms: 45_000,
             settle_limit: Duration::from_secs(60),
             new_key_per_retry: false,
+            server_fault_rate: 0.0,
         }
     }
 }
@@ -86,7 +90,12 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     let mut accounts = Vec::with_capacity(cfg.users);
     for i in 0..cfg.users {
         let per = cfg.transfers.max(1) as i64;
-        let balance = rng.range(per * 30_000, per * 150_000);
+        // A quarter of the riders are short of money, so some transfers end in a definitive no (402).
+        let balance = if rng.chance(0.25) {
+            rng.range(0, per * 30_000)
+        } else {
+            rng.range(per * 60_000, per * 150_000)
+        };
         let u = api
             .create_user(&format!("rider {i}"), balance, CURRENCY)
             .await?;
@@ -100,6 +109,9 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         token: pool.token,
     });
     let balance_before = total_balance(&api, &accounts).await?;
+    if cfg.server_fault_rate > 0.0 {
+        api.set_faults(cfg.server_fault_rate, cfg.seed).await?;
+    }
     let stranded: Vec<bool> = (0..cfg.users)
         .map(|_| rng.chance(cfg.stranded_rate))
         .collect();
@@ -145,7 +157,8 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     }
     let ride_sim_ms = ride_clock.now_ms() - start_ms;
 
-    // The network comes back; every phone settles.
+    // The network comes back (and the server heals); every phone settles.
+    api.clear_faults().await?;
     let mut tasks = Vec::new();
     for (mut device, stranded) in devices.into_iter().zip(stranded) {
         let limit = cfg.settle_limit;

@@ -147,6 +147,39 @@ impl TestApi {
         self.get("/v1/test/sms", None).await
     }
 
+    /// Switches the server's own faults on: 503s, responses dropped after commit, duplicate deliveries.
+    pub async fn set_faults(&self, rate: f64, seed: u64) -> Result<()> {
+        let body = json!({
+            "error_503_rate": rate,
+            "drop_response_after_commit_rate": rate,
+            "duplicate_delivery_rate": rate,
+            "seed": seed,
+        });
+        let response = self
+            .http
+            .put(format!("{}/v1/test/faults", self.base))
+            .json(&body)
+            .send()
+            .await?;
+        if !response.status().is_success() {
+            bail!("PUT /v1/test/faults answered {}", response.status());
+        }
+        Ok(())
+    }
+
+    /// Switches every server fault off.
+    pub async fn clear_faults(&self) -> Result<()> {
+        let response = self
+            .http
+            .delete(format!("{}/v1/test/faults", self.base))
+            .send()
+            .await?;
+        if !response.status().is_success() {
+            bail!("DELETE /v1/test/faults answered {}", response.status());
+        }
+        Ok(())
+    }
+
     /// Waits until the outbox is drained (every credit and SMS done).
     pub async fn settle(&self) -> Result<Stats> {
         self.post("/v1/test/settle", json!({})).await

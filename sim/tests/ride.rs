@@ -28,7 +28,14 @@ fn ride(args: &[&str]) -> (i32, Value, String) {
 
 #[test]
 fn a_small_train_ride_holds_every_invariant() {
-    let (code, r, stderr) = ride(&["--seed", "7", "--kill-rate", "0.2"]);
+    let (code, r, stderr) = ride(&[
+        "--seed",
+        "7",
+        "--kill-rate",
+        "0.2",
+        "--server-faults",
+        "0.05",
+    ]);
     assert_eq!(code, 0, "ride failed: {r:#}\n{stderr}");
     assert_eq!(r["invariants_ok"], true);
     assert_eq!(r["double_debits"], 0);
