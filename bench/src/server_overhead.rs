@@ -1,0 +1,319 @@
+//! Figure 3, server: first requests, replays and concurrent same-key duplicates against the
+//! plain insert endpoint (`POST /v1/bench/plain`, no idempotency) on the same server and database.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::report::{r3, Report, Row};
+use crate::server::{self, Answer, User};
+use crate::stats::{fmt, spread, summarize, Summary};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Plain,
+    First,
+    Replay,
+    Dup,
+}
+
+const KINDS: [Kind; 4] = [Kind::Plain, Kind::First, Kind::Replay, Kind::Dup];
+/// Copies of one key sent at once in the duplicate workload.
+const DUP_COPIES: usize = 4;
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Plain => "plain insert",
+            Kind::First => "first request",
+            Kind::Replay => "replay",
+            Kind::Dup => "same-key duplicates ×4",
+        }
+    }
+}
+
+struct Ctx {
+    base: String,
+    client: reqwest::Client,
+    senders: Vec<User>,
+    to: String,
+    /// Completed (sender index, key) pairs for replays.
+    done: Mutex<Vec<(usize, String)>>,
+}
+
+/// One workload for `dur` with `conc` requests in flight; returns the answers and the elapsed time.
+async fn measure(ctx: &Arc<Ctx>, kind: Kind, conc: usize, dur: Duration) -> (Vec<Answer>, f64) {
+    let start = Instant::now();
+    let deadline = start + dur;
+    let tasks = if kind == Kind::Dup {
+        (conc / DUP_COPIES).max(1)
+    } else {
+        conc
+    };
+    let mut handles = Vec::new();
+    for t in 0..tasks {
+        let ctx = ctx.clone();
+        handles.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            let mut i = t;
+            while Instant::now() < deadline {
+                let s = i % ctx.senders.len();
+                i += tasks;
+                let user = &ctx.senders[s];
+                let body = server::transfer_body(&ctx.to, 1);
+                let transfers = format!("{}/v1/transfers", ctx.base);
+                match kind {
+                    Kind::Plain => {
+                        let url = format!("{}/v1/bench/plain", ctx.base);
+                        out.push(server::post(&ctx.client, &url, &user.token, None, body).await);
+                    }
+                    Kind::First => {
+                        let key = uuid::Uuid::new_v4().to_string();
+                        let a =
+                            server::post(&ctx.client, &transfers, &user.token, Some(&key), body)
+                                .await;
+                        if a.status == 201 {
+                            ctx.done.lock().expect("pool").push((s, key));
+                        }
+                        out.push(a);
+                    }
+                    Kind::Replay => {
+                        let (s, key) = {
+                            let pool = ctx.done.lock().expect("pool");
+                            pool[(i * 7919) % pool.len()].clone()
+                        };
+                        let token = &ctx.senders[s].token;
+                        out.push(
+                            server::post(&ctx.client, &transfers, token, Some(&key), body).await,
+                        );
+                    }
+                    Kind::Dup => {
+                        let key = uuid::Uuid::new_v4().to_string();
+                        let copies: Vec<_> = (0..DUP_COPIES)
+                            .map(|_| {
+                                let (c, url, token, key, body) = (
+                                    ctx.client.clone(),
+                                    transfers.clone(),
+                                    user.token.clone(),
+                                    key.clone(),
+                                    body.clone(),
+                                );
+                                tokio::spawn(async move {
+                                    server::post(&c, &url, &token, Some(&key), body).await
+                                })
+                            })
+                            .collect();
+                        let mut answers = Vec::new();
+                        for h in copies {
+                            answers.push(h.await.expect("copy"));
+                        }
+                        out.extend(answers);
+                    }
+                }
+            }
+            out
+        }));
+    }
+    let mut all = Vec::new();
+    for h in handles {
+        all.extend(h.await.expect("load task"));
+    }
+    (all, start.elapsed().as_secs_f64())
+}
+
+#[derive(Default)]
+struct Acc {
+    ms: Vec<f64>,
+    rps_rounds: Vec<f64>,
+    statuses: BTreeMap<String, usize>,
+}
+
+impl Acc {
+    fn add(&mut self, answers: &[Answer], secs: f64) {
+        self.rps_rounds.push(answers.len() as f64 / secs);
+        for a in answers {
+            self.ms.push(a.secs * 1e3);
+            let k = match (a.status, a.replayed) {
+                (201, false) => "201".to_string(),
+                (201, true) => "201 replayed".to_string(),
+                (s, _) => s.to_string(),
+            };
+            *self.statuses.entry(k).or_default() += 1;
+        }
+    }
+}
+
+/// Runs the four workloads in rotating order for `rounds` rounds at `conc` in flight.
+async fn series(ctx: &Arc<Ctx>, conc: usize, rounds: usize, dur: Duration) -> BTreeMap<Kind, Acc> {
+    let mut acc: BTreeMap<Kind, Acc> = KINDS.iter().map(|k| (*k, Acc::default())).collect();
+    for round in 0..rounds {
+        let mut order = KINDS.to_vec();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        order.rotate_left(round / 2 % KINDS.len());
+        for kind in order {
+            let (answers, secs) = measure(ctx, kind, conc, dur).await;
+            acc.get_mut(&kind).expect("kind").add(&answers, secs);
+        }
+    }
+    acc
+}
+
+fn lat_json(s: &Summary) -> serde_json::Value {
+    serde_json::json!({"mean": r3(s.mean), "p50": r3(s.p50), "p90": r3(s.p90), "p99": r3(s.p99), "mad": r3(s.mad), "n": s.n})
+}
+
+/// Runs figure 3 with the database in `dir`.
+pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) {
+    let tmp = tempfile::tempdir_in(dir).expect("tempdir");
+    let db = tmp.path().join("server.db");
+    let srv = server::start(db.to_str().expect("utf-8 path"), Duration::ZERO).await;
+    let base = srv.base_url();
+    let client = server::client();
+    let mut senders = Vec::new();
+    for i in 0..32 {
+        senders.push(
+            server::create_user(&client, &base, &format!("sender{i}"), 1_000_000_000_000_000).await,
+        );
+    }
+    let to = server::create_user(&client, &base, "recipient", 0)
+        .await
+        .user_id;
+    let ctx = Arc::new(Ctx {
+        base,
+        client,
+        senders,
+        to,
+        done: Mutex::new(Vec::new()),
+    });
+    // Warm-up, and a pool of finished keys for the first replay round.
+    for kind in KINDS {
+        measure(&ctx, kind, 8, Duration::from_millis(300)).await;
+    }
+
+    let loaded = series(&ctx, 16, rounds, dur).await;
+    let single = series(&ctx, 1, rounds, dur / 2).await;
+    srv.shutdown().await;
+
+    let mut details = serde_json::Map::new();
+    for (label, acc) in [("loaded_16", &loaded), ("single_client", &single)] {
+        let mut m = serde_json::Map::new();
+        for (kind, a) in acc {
+            let rps = summarize(&a.rps_rounds);
+            m.insert(
+                kind.name().into(),
+                serde_json::json!({"rps_rounds": {"p10": r3(rps.p10), "p50": r3(rps.p50), "p90": r3(rps.p90)},
+                    "latency_ms": lat_json(&summarize(&a.ms)), "statuses": a.statuses}),
+            );
+        }
+        details.insert(label.into(), m.into());
+    }
+
+    // Cost ratios per round (same round, same machine state): time per request of A over B.
+    let per_round = |a: Kind, b: Kind| -> Summary {
+        let (x, y) = (&loaded[&a].rps_rounds, &loaded[&b].rps_rounds);
+        summarize(&x.iter().zip(y).map(|(ra, rb)| rb / ra).collect::<Vec<_>>())
+    };
+    let rps = |k: Kind| summarize(&loaded[&k].rps_rounds).p50;
+    let lat = |k: Kind| summarize(&loaded[&k].ms);
+    let first_over_plain = rps(Kind::Plain) / rps(Kind::First);
+    let replay_over_first = rps(Kind::First) / rps(Kind::Replay);
+    let dup_over_plain = rps(Kind::Plain) / rps(Kind::Dup);
+    let fop = per_round(Kind::First, Kind::Plain);
+    let rof = per_round(Kind::Replay, Kind::First);
+    let dop = per_round(Kind::Dup, Kind::Plain);
+
+    let row = |kind: Kind, vs: Kind, ratio: f64, rr: &Summary| {
+        let (l, lb) = (lat(kind), lat(vs));
+        Row::new(
+            "3",
+            format!(
+                "{} vs {}, 16 in flight: req/s; p50/p99 ms",
+                kind.name(),
+                vs.name()
+            ),
+        )
+        .subject(format!(
+            "{} req/s; {}/{} ms",
+            fmt(rps(kind)),
+            fmt(l.p50),
+            fmt(l.p99)
+        ))
+        .baseline(format!(
+            "{} req/s; {}/{} ms",
+            fmt(rps(vs)),
+            fmt(lb.p50),
+            fmt(lb.p99)
+        ))
+        .ratio(format!("{} · per round {}", fmt(ratio), spread(rr)))
+    };
+    report.rows.push(
+        row(Kind::First, Kind::Plain, first_over_plain, &fop)
+            .target("≤ 1.5", first_over_plain <= 1.5),
+    );
+    report.rows.push(
+        row(Kind::Replay, Kind::First, replay_over_first, &rof)
+            .target("< 1", replay_over_first < 1.0),
+    );
+    let dup_statuses = format!("{:?}", loaded[&Kind::Dup].statuses);
+    report
+        .rows
+        .push(row(Kind::Dup, Kind::Plain, dup_over_plain, &dop));
+    let s = |k: Kind| summarize(&single[&k].ms);
+    report.rows.push(
+        Row::new("3", "one client at a time, p50/p99 ms: first vs plain")
+            .subject(format!(
+                "{}/{}",
+                fmt(s(Kind::First).p50),
+                fmt(s(Kind::First).p99)
+            ))
+            .baseline(format!(
+                "{}/{}",
+                fmt(s(Kind::Plain).p50),
+                fmt(s(Kind::Plain).p99)
+            ))
+            .ratio(format!(
+                "{} (p50)",
+                fmt(s(Kind::First).p50 / s(Kind::Plain).p50)
+            )),
+    );
+    report.rows.push(
+        Row::new("3", "one client at a time, p50/p99 ms: replay vs first")
+            .subject(format!(
+                "{}/{}",
+                fmt(s(Kind::Replay).p50),
+                fmt(s(Kind::Replay).p99)
+            ))
+            .baseline(format!(
+                "{}/{}",
+                fmt(s(Kind::First).p50),
+                fmt(s(Kind::First).p99)
+            ))
+            .ratio(format!(
+                "{} (p50)",
+                fmt(s(Kind::Replay).p50 / s(Kind::First).p50)
+            )),
+    );
+    report.key("server_first_over_plain_ratio", r3(first_over_plain));
+    report.key("server_replay_over_first_ratio", r3(replay_over_first));
+    report.key("server_dup_over_plain_ratio", r3(dup_over_plain));
+    report.key("server", serde_json::Value::Object(details));
+    report.note(
+        "3 server",
+        format!(
+            "server-mock in process, SQLite file (WAL, synchronous=FULL) in a temporary directory under `{}`, \
+             **gateway_delay 0** so only the idempotency machinery differs from the baseline. 32 sender users, \
+             one recipient, amount 1. Each round runs the four workloads for {:.1} s each in rotating order \
+             (plain, first, replay, duplicates; reversed and rotated every round), {rounds} rounds at 16 requests \
+             in flight through one keep-alive reqwest client, then the same at 1 in flight. First = fresh key; \
+             replay = a key that completed earlier, same body; duplicates = {DUP_COPIES} concurrent copies of a \
+             fresh key (statuses seen: {dup_statuses}). Ratios are cost ratios: baseline req/s ÷ subject req/s, \
+             per round and over the medians. The plain endpoint does the same auth, parsing and recipient check \
+             and one INSERT on the same writer connection.",
+            dir.display(),
+            dur.as_secs_f64()
+        ),
+    );
+}
