@@ -266,6 +266,27 @@ pub fn check(phones: &[PhoneView], server: &ServerView, wire: &WireLog) -> Check
         }
     }
 
+    let mut finality = Findings::default();
+    for phone in phones {
+        for t in &phone.transfers {
+            let Some(seen) = phone.seen.get(&t.local_id) else {
+                continue;
+            };
+            if let (Some(first), false) = (seen.first_final, seen.after_final.is_empty()) {
+                let later: Vec<String> =
+                    seen.after_final.iter().map(|s| format!("{s:?}")).collect();
+                finality.add(
+                    1,
+                    format!(
+                        "{}: reached {first:?}, then was seen {} (a final state changed)",
+                        label(phone, t),
+                        later.join(" -> ")
+                    ),
+                );
+            }
+        }
+    }
+
     let mut taps = Findings::default();
     for phone in phones {
         for a in &phone.tap_anomalies {
@@ -303,6 +324,7 @@ pub fn check(phones: &[PhoneView], server: &ServerView, wire: &WireLog) -> Check
         orphans.verdict("no unexplained debit", "every debit belongs to a transfer some phone confirmed".into()),
         money.verdict("money conserved", format!("sum of balances {} before, {} after settle", server.balance_before, server.balance_after)),
         downstream.verdict("one credit and one SMS per debit", format!("{} debits, {} credits, {} SMS", debits.len(), credits.values().map(Vec::len).sum::<usize>(), server.sms.len())),
+        finality.verdict("final is final", "no transfer left a final state (Succeeded, Rejected, Failed) once it reached one".into()),
         taps.verdict("double tap = one transfer", "a second tap while unfinished returns the same transfer".into()),
     ];
     check

@@ -38,6 +38,8 @@ pub struct Plan {
     pub kill_rate: f64,
     /// Probability that a transfer's Send is tapped twice at once.
     pub double_tap_rate: f64,
+    /// Probability per transfer that the user taps "check status" (`resolve`) while it is still unfinished.
+    pub impatient_rate: f64,
     /// Mean simulated time between two transfers of one user (ms).
     pub think_mean_ms: i64,
     /// Simulated ms per real ms.
@@ -66,6 +68,10 @@ pub struct Seen {
     pub keys: BTreeSet<String>,
     /// It reached NeedsAttention at least once.
     pub needed_attention: bool,
+    /// The first final state it reached.
+    pub first_final: Option<TransferState>,
+    /// States it was seen in after that (a final state must never change).
+    pub after_final: Vec<TransferState>,
 }
 
 /// Listener registered on every SDK instance of the phone.
@@ -78,6 +84,11 @@ impl TransferListener for KeyLog {
         let entry = seen.entry(transfer.local_id).or_default();
         entry.keys.insert(transfer.idempotency_key);
         entry.needed_attention |= transfer.state == TransferState::NeedsAttention;
+        match entry.first_final {
+            Some(state) if state != transfer.state => entry.after_final.push(transfer.state),
+            None if transfer.state.is_final() => entry.first_final = Some(transfer.state),
+            _ => {}
+        }
     }
 }
 
@@ -109,8 +120,10 @@ pub struct Device {
     pub confirm_errors: Vec<String>,
     /// Its clock jumped past the give-up horizon before the network came back.
     pub stranded: bool,
-    /// Status look-ups the app asked for (`resolve`).
+    /// Status look-ups the app asked for (`resolve`) to settle NeedsAttention.
     pub resolves: u32,
+    /// "Check status" taps on unfinished transfers during the ride.
+    pub impatient_checks: u32,
 }
 
 impl Device {
@@ -142,6 +155,7 @@ impl Device {
             confirm_errors: Vec::new(),
             stranded: false,
             resolves: 0,
+            impatient_checks: 0,
         }
     }
 
@@ -213,7 +227,11 @@ impl Device {
                 note: Some(format!("ride s{} u{} t{t}", plan.seed, self.index)),
             };
             let double = rng.chance(plan.double_tap_rate);
-            self.confirm(request, double).await;
+            let confirmed = self.confirm(request, double).await;
+            if let Some(id) = confirmed.filter(|_| rng.chance(plan.impatient_rate)) {
+                self.sleep_sim(rng.range(0, 5_000)).await;
+                self.check_status(&id).await;
+            }
             if rng.chance(plan.kill_rate) {
                 // A third of kills hit right after confirm, while the first attempt is on the wire.
                 let after = if rng.chance(0.33) {
@@ -230,12 +248,25 @@ impl Device {
         Ok(())
     }
 
+    /// The user taps "check status" on a transfer that is not final yet (the SDK must not end it early).
+    async fn check_status(&mut self, local_id: &str) {
+        let Some(sdk) = self.sdk.as_ref() else { return };
+        if sdk.transfer(local_id).is_ok_and(|t| !t.state.is_final()) {
+            let _ = sdk.resolve(local_id).await;
+            self.impatient_checks += 1;
+        }
+    }
+
     /// One confirm screen: Send tapped once, or twice at once (both must return the same transfer).
-    async fn confirm(&mut self, request: TransferRequest, double: bool) {
+    /// Returns the local id of the confirmed transfer.
+    async fn confirm(&mut self, request: TransferRequest, double: bool) -> Option<String> {
         let note = request.note.clone().unwrap_or_default();
         let composer = match self.sdk().and_then(|s| Ok(s.composer()?)) {
             Ok(c) => c,
-            Err(e) => return self.confirm_errors.push(format!("{note}: composer: {e}")),
+            Err(e) => {
+                self.confirm_errors.push(format!("{note}: composer: {e}"));
+                return None;
+            }
         };
         let (first, second) = if double {
             self.double_taps += 1;
@@ -246,7 +277,10 @@ impl Device {
         };
         let first = match first {
             Ok(t) => t,
-            Err(e) => return self.confirm_errors.push(format!("{note}: {e}")),
+            Err(e) => {
+                self.confirm_errors.push(format!("{note}: {e}"));
+                return None;
+            }
         };
         self.intents.push(Intent {
             note: note.clone(),
@@ -276,6 +310,7 @@ impl Device {
                 .push(format!("{note}: the second tap failed: {e}")),
             _ => {}
         }
+        Some(first.local_id)
     }
 
     /// The network comes back (after a day for a stranded phone) and every transfer is brought to an end.

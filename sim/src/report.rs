@@ -77,8 +77,10 @@ pub struct Report {
     pub kills: u64,
     /// Phones stranded for a day (clock past the give-up horizon).
     pub stranded_users: usize,
-    /// `resolve` calls the app made.
+    /// `resolve` calls the app made to settle NeedsAttention.
     pub resolves: u64,
+    /// "Check status" taps (`resolve`) on unfinished transfers during the ride.
+    pub impatient_checks: u64,
     /// Server keys still in progress after settle.
     pub keys_in_progress: i64,
     /// Confirm to success, median (stranded phones excluded).
@@ -182,8 +184,9 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "kills            {} (SDK closed mid-flight, reopened on the same file)",
-            self.kills
+            "kills            {} (SDK closed mid-flight, reopened on the same file); {} \"check status\" taps while unfinished",
+            self.kills,
+            self.impatient_checks
         );
         let _ = writeln!(
             o,

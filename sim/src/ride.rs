@@ -30,6 +30,8 @@ pub struct RideConfig {
     pub kill_rate: f64,
     /// Probability per transfer of a double tap on Send.
     pub double_tap_rate: f64,
+    /// Probability per transfer of a "check status" tap (`resolve`) while it is unfinished.
+    pub impatient_rate: f64,
     /// Fraction of phones stranded for a day (their clock jumps past the give-up horizon).
     pub stranded_rate: f64,
     /// Simulated ms per real ms.
@@ -54,6 +56,7 @@ impl Default for RideConfig {
             seed: 1,
             kill_rate: 0.05,
             double_tap_rate: 0.2,
+            impatient_rate: 0.0,
             stranded_rate: 0.1,
             speed: 200.0,
             think_mean_ms: 45_000,
@@ -123,6 +126,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         transfers: cfg.transfers,
         kill_rate: cfg.kill_rate,
         double_tap_rate: cfg.double_tap_rate,
+        impatient_rate: cfg.impatient_rate,
         think_mean_ms: cfg.think_mean_ms,
         speed: cfg.speed,
         new_key_per_retry: cfg.new_key_per_retry,
@@ -284,6 +288,7 @@ fn build_report(
         kills: devices.iter().map(|d| d.kills as u64).sum(),
         stranded_users: devices.iter().filter(|d| d.stranded).count(),
         resolves: devices.iter().map(|d| d.resolves as u64).sum(),
+        impatient_checks: devices.iter().map(|d| d.impatient_checks as u64).sum(),
         keys_in_progress,
         time_to_confirm_p50_ms: percentile(&ttc, 50.0),
         time_to_confirm_p99_ms: percentile(&ttc, 99.0),
