@@ -1,0 +1,23 @@
+// swift-tools-version:5.9
+// The iOS demo's screen logic as a plain SwiftPM library (no UIKit/SwiftUI), tested on Linux against the
+// real Rust library (through ../../bindings/swift) and the real server-mock. The SwiftUI shell in ../App
+// depends on this package.
+//
+//   scripts/test-all bindings demo-ios
+//   = scripts/gen-bindings && scripts/in-swift-chroot swift test --disable-swift-testing --package-path demo-ios/ViewModel
+//
+// Why not @Observable: the Debian Swift 6 toolchain's libswiftObservation.so does not link on Linux
+// (undefined swift::threading::fatal), so DemoViewModel publishes its state as an AsyncStream instead;
+// the SwiftUI shell reads it in a `.task`.
+import PackageDescription
+
+let package = Package(
+    name: "DemoViewModel",
+    platforms: [.iOS(.v16), .macOS(.v13)],
+    products: [.library(name: "DemoViewModel", targets: ["DemoViewModel"])],
+    dependencies: [.package(path: "../../bindings/swift")],
+    targets: [
+        .target(name: "DemoViewModel", dependencies: [.product(name: "SendOnce", package: "swift")]),
+        .testTarget(name: "DemoViewModelTests", dependencies: ["DemoViewModel"]),
+    ]
+)

@@ -1,0 +1,510 @@
+import Foundation
+import SendOnce
+
+/// The whole demo screen: wallet balance, recipient and amount form, confirm step, progress, receipt,
+/// recent transfers, Train mode and the server URL setting. No UIKit or SwiftUI: the SwiftUI shell renders
+/// `state` (or iterates `states()`) and calls the `on…` methods, nothing else.
+///
+/// Every transfer decision (key, state, retry, whether Send is enabled) is the SDK's; this class only turns
+/// SDK state into text and forwards taps. `directory` holds the SDK's database and the demo account. Call
+/// `close()` when the app goes away (the SDK keeps every unfinished transfer on disk and resumes it on the
+/// next start).
+@MainActor
+public final class DemoViewModel {
+    /// One open SDK with its composer and the tasks that follow them.
+    final class Session: @unchecked Sendable {
+        let account: DemoAccount
+        let sdk: SendOnce
+        let composer: Composer
+        let openedAtWallMs: Int64
+        var tasks: [Task<Void, Never>] = []
+
+        init(account: DemoAccount, sdk: SendOnce, composer: Composer, openedAtWallMs: Int64) {
+            self.account = account
+            self.sdk = sdk
+            self.composer = composer
+            self.openedAtWallMs = openedAtWallMs
+        }
+
+        func close() {
+            tasks.forEach { $0.cancel() }
+            composer.close()
+            sdk.close()
+        }
+    }
+
+    /// What the user typed and chose; everything else on screen comes from the SDK.
+    private struct Model {
+        var loading = true
+        var setupError: String?
+        var serverUrl: String
+        var serverUrlField: String
+        var settingsError: String?
+        var step: Screen = .form
+        var recipient = ""
+        var amount = ""
+        var showValidation = false
+        var pending: TransferRequest?
+        var errorText: String?
+        var notice: String?
+        var wallet: Wallet?
+        var balanceError: String?
+        var trainMode: TrainMode = .off
+        var networkAvailable = true
+    }
+
+    public static let resumedNotice =
+        "Resumed a transfer confirmed before the app was closed: same key, it is never sent twice."
+    public static let replayedNote =
+        "The first answer was lost on the way; the server replayed it. The money moved once."
+
+    /// The screen now.
+    public private(set) var state: DemoUiState {
+        didSet {
+            guard state != oldValue else { return }
+            for continuation in continuations.values { continuation.yield(state) }
+        }
+    }
+
+    private let directory: URL
+    private let options: DemoOptions
+    private let store: AccountStore
+    private let walletClient = WalletClient()
+    private var model: Model { didSet { render() } }
+    private var session: Session?
+    private var composerState: ComposerState = .editing
+    private var transfers: [Transfer] = []
+    private var finalCount = -1
+    private var ticker: Task<Void, Never>?
+    private var connectGeneration = 0
+    private var closed = false
+    private var continuations: [UUID: AsyncStream<DemoUiState>.Continuation] = [:]
+
+    public init(directory: URL, options: DemoOptions = DemoOptions()) {
+        self.directory = directory
+        self.options = options
+        store = AccountStore(file: directory.appendingPathComponent("demo-account.json"))
+        let url = store.serverUrl ?? options.defaultServerUrl
+        model = Model(serverUrl: url, serverUrlField: url)
+        state = DemoUiState()
+        render()
+        Task { await connect() }
+    }
+
+    /// The screen's states: the current one at once, then every change. Ends on `close()`.
+    public func states() -> AsyncStream<DemoUiState> {
+        let id = UUID()
+        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            if closed {
+                continuation.yield(state)
+                continuation.finish()
+                return
+            }
+            continuations[id] = continuation
+            continuation.yield(state)
+            continuation.onTermination = { [weak self] _ in
+                Task { @MainActor in self?.continuations[id] = nil }
+            }
+        }
+    }
+
+    // MARK: - taps and platform events
+
+    public func onRecipientChanged(_ text: String) {
+        model.recipient = text
+        model.errorText = nil
+    }
+
+    public func onAmountChanged(_ text: String) {
+        model.amount = text
+        model.errorText = nil
+    }
+
+    /// Review: checks the form and shows the confirm step.
+    public func onReviewTapped() {
+        guard Texts.validation(recipient: model.recipient, amount: model.amount) == nil,
+              case let .valid(minor) = Texts.parseAmount(model.amount)
+        else {
+            model.showValidation = true
+            return
+        }
+        var m = model
+        m.pending = TransferRequest(
+            toUserId: m.recipient.trimmingCharacters(in: .whitespaces), amountMinor: minor, currency: currency(m), note: nil
+        )
+        m.step = .confirm
+        m.errorText = nil
+        m.notice = nil
+        model = m
+    }
+
+    /// Send. Every tap goes to the composer, which returns the same transfer for every tap of one intent:
+    /// ten quick taps are one transfer with one key. The button's enabled state is the composer's.
+    public func onSendTapped() {
+        guard let s = session, let request = model.pending else { return }
+        var m = model
+        m.errorText = nil
+        m.notice = nil
+        model = m
+        Task {
+            do {
+                _ = try await s.composer.confirm(request)
+            } catch {
+                if !closed { model.errorText = Texts.errorText(error, currency: request.currency) }
+            }
+        }
+    }
+
+    /// Back from the confirm step (or from a rejection) to the form, keeping what was typed.
+    public func onEditTapped() {
+        _ = startNewIntent()
+        var m = model
+        m.step = .form
+        m.pending = nil
+        m.errorText = nil
+        m.notice = nil
+        model = m
+    }
+
+    /// "Send another" after the receipt (or after handing a transfer over as Needs attention).
+    public func onSendAnotherTapped() {
+        guard startNewIntent() else { return }
+        var m = model
+        m.step = .form
+        m.pending = nil
+        m.amount = ""
+        m.showValidation = false
+        m.errorText = nil
+        m.notice = nil
+        model = m
+    }
+
+    /// Needs attention: asks the server about the transfer's key now (never sends it with a new key).
+    public func onCheckAgainTapped() {
+        guard let s = session, let t = composerState.currentTransfer else { return }
+        model.errorText = nil
+        Task {
+            do {
+                _ = try await s.sdk.resolve(t.localId)
+            } catch {
+                if !closed { model.errorText = Texts.errorText(error, currency: t.currency) }
+            }
+        }
+    }
+
+    /// Train mode: switches the SDK's network simulator at once (transfers in flight included).
+    public func onTrainModeSelected(_ mode: TrainMode) {
+        model.trainMode = mode
+        guard let s = session else { return }
+        do {
+            try s.sdk.setNetworkProfile(mode.profile, seed: options.trainSeed ?? UInt64.random(in: 0 ... .max))
+        } catch {
+            model.errorText = Texts.errorText(error, currency: currency(model))
+        }
+    }
+
+    /// The platform's connectivity callback (iOS `NWPathMonitor`, Android `NetworkCallback`).
+    public func onNetworkChanged(_ available: Bool) {
+        model.networkAvailable = available
+        try? session?.sdk.setNetworkAvailable(available)
+        if available { Task { await refreshBalance() } }
+    }
+
+    public func onRefreshBalanceTapped() {
+        Task { await refreshBalance() }
+    }
+
+    public func onServerUrlChanged(_ text: String) {
+        model.serverUrlField = text
+        model.settingsError = nil
+    }
+
+    /// Saves the server URL and reconnects. Each server has its own demo account and SDK database, so a
+    /// transfer still waiting for one server resumes when the app points at that server again.
+    public func onServerUrlSaved() {
+        var url = model.serverUrlField.trimmingCharacters(in: .whitespaces)
+        while url.hasSuffix("/") { url.removeLast() }
+        guard let parsed = URLComponents(string: url), ["http", "https"].contains(parsed.scheme ?? ""),
+              !(parsed.host ?? "").isEmpty
+        else {
+            model.settingsError = "Enter a URL like \(DemoOptions.defaultServerUrl)"
+            return
+        }
+        var m = model
+        m.serverUrl = url
+        m.serverUrlField = url
+        m.settingsError = nil
+        m.step = .form
+        m.pending = nil
+        m.recipient = ""
+        m.amount = ""
+        m.showValidation = false
+        m.errorText = nil
+        m.notice = nil
+        model = m
+        store.serverUrl = url
+        Task { await connect() }
+    }
+
+    /// Retry after a failed start (server unreachable on first start).
+    public func onRetryTapped() {
+        Task { await connect() }
+    }
+
+    /// Closes the SDK. Unfinished transfers stay on disk and resume on the next start, with the same key.
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        closeSession()
+        ticker?.cancel()
+        let open = continuations.values
+        continuations.removeAll()
+        open.forEach { $0.finish() }
+    }
+
+    // MARK: - inside
+
+    private func currency(_ m: Model) -> String {
+        if let c = m.wallet?.currency, !c.isEmpty { return c }
+        return options.currency
+    }
+
+    /// Returns false when the current transfer is still on its way (the composer refuses a new intent).
+    private func startNewIntent() -> Bool {
+        guard let s = session else { return true }
+        do {
+            try s.composer.newIntent()
+            return true
+        } catch {
+            model.errorText = Texts.errorText(error, currency: currency(model))
+            return false
+        }
+    }
+
+    private func closeSession() {
+        guard let s = session else { return }
+        session = nil
+        s.close()
+        composerState = .editing
+        transfers = []
+        finalCount = -1
+        updateTicker()
+        render()
+    }
+
+    private func connect() async {
+        guard !closed else { return }
+        connectGeneration += 1
+        let generation = connectGeneration
+        closeSession()
+        let url = model.serverUrl
+        var m = model
+        m.loading = true
+        m.setupError = nil
+        m.wallet = nil
+        m.balanceError = nil
+        model = m
+        let opened: Session
+        do {
+            opened = try await Self.openSession(
+                url: url, directory: directory, store: store, wallet: walletClient, options: options,
+                trainMode: model.trainMode, networkAvailable: model.networkAvailable
+            )
+        } catch {
+            if generation == connectGeneration { model.loading = false; model.setupError = setupText(url, error) }
+            return
+        }
+        guard !closed, generation == connectGeneration else {
+            opened.close()
+            return
+        }
+        session = opened
+        composerState = opened.composer.state
+        follow(opened)
+        m = model
+        m.loading = false
+        if m.recipient.isEmpty { m.recipient = opened.account.recipientId }
+        if case .editing = composerState {} else { m.notice = Self.resumedNotice }
+        model = m
+        await refreshBalance()
+    }
+
+    /// Opens the SDK off the main actor (it reads its database) and signs up on first start.
+    nonisolated private static func openSession(
+        url: String, directory: URL, store: AccountStore, wallet: WalletClient, options: DemoOptions,
+        trainMode: TrainMode, networkAvailable: Bool
+    ) async throws -> Session {
+        let account: DemoAccount
+        if let saved = store.account(serverUrl: url) {
+            account = saved
+        } else {
+            account = try await wallet.signUp(serverUrl: url, balanceMinor: options.startingBalanceMinor, currency: options.currency)
+            store.save(account)
+        }
+        return try await Task.detached {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let safe = String(account.userId.map { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" ? $0 : "_" })
+            let db = directory.appendingPathComponent("sendonce-\(safe).db").path
+            let openedAt = options.nowMs()
+            let sdk = try SendOnce(config: SendOnceConfig(
+                baseUrl: url, dbPath: db, accessToken: account.token, retry: options.retry,
+                requestTimeoutMs: options.requestTimeoutMs, clockSpeed: options.clockSpeed
+            ))
+            do {
+                if trainMode != .off {
+                    try sdk.setNetworkProfile(trainMode.profile, seed: options.trainSeed ?? UInt64.random(in: 0 ... .max))
+                }
+                if !networkAvailable { try sdk.setNetworkAvailable(false) }
+                // After a kill: follow the newest unfinished transfer on the confirm screen again.
+                let composer = try sdk.unfinishedTransfers().first.map { try sdk.composer(for: $0.localId) } ?? sdk.composer()
+                return Session(account: account, sdk: sdk, composer: composer, openedAtWallMs: openedAt)
+            } catch {
+                sdk.close()
+                throw error
+            }
+        }.value
+    }
+
+    /// Follows the composer's states and the SDK's list of transfers (both AsyncStreams of the bindings).
+    private func follow(_ s: Session) {
+        let states = s.composer.states()
+        let lists = s.sdk.transferUpdates()
+        s.tasks.append(Task { [weak self] in
+            for await cs in states {
+                guard let self, self.session === s else { return }
+                self.composerState = cs
+                self.updateTicker()
+                self.render()
+            }
+        })
+        s.tasks.append(Task { [weak self] in
+            for await list in lists {
+                guard let self, self.session === s else { return }
+                self.transfers = list
+                let finals = list.filter { $0.state.isFinal }.count
+                if finals != self.finalCount {
+                    // The balance follows every transfer that ends (and the first list after opening).
+                    self.finalCount = finals
+                    Task { await self.refreshBalance() }
+                }
+                self.render()
+            }
+        })
+    }
+
+    /// Ticks once a second while the screen shows a countdown, so "next try in Xs" counts down.
+    private func updateTicker() {
+        if case .waiting = composerState, session != nil {
+            guard ticker == nil else { return }
+            let tick = options.tickMs
+            ticker = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(nanoseconds: tick * 1_000_000)
+                    self?.render()
+                }
+            }
+        } else {
+            ticker?.cancel()
+            ticker = nil
+        }
+    }
+
+    private func refreshBalance() async {
+        guard let s = session else { return }
+        do {
+            let wallet = try await walletClient.wallet(serverUrl: s.account.serverUrl, token: s.account.token)
+            if session === s { model.wallet = wallet; model.balanceError = nil }
+        } catch {
+            if session === s { model.balanceError = "can't reach the server" }
+        }
+    }
+
+    private func setupText(_ url: String, _ e: Error) -> String {
+        if let http = e as? HTTPStatusError {
+            if http.status == 404 {
+                return "The server at \(url) has no test API: the demo creates its users with server-mock's POST /v1/test/users."
+            }
+            return "The server at \(url) answered \(http.status) when creating the demo user."
+        }
+        if e is SendOnceError { return Texts.errorText(e, currency: options.currency) }
+        return "Cannot reach the server at \(url). Is server-mock running on your Mac "
+            + "(cargo run -p server-mock -- --listen 127.0.0.1:8080)? Check the server URL in Settings."
+    }
+
+    /// The screen from the model, the composer and the SDK's list.
+    private func render() {
+        let m = model
+        let cs = composerState
+        var ui = DemoUiState()
+        let screen: Screen
+        switch cs {
+        case .editing: screen = m.step
+        case .submitting, .waiting: screen = .progress
+        case .done: screen = .receipt
+        case .rejected: screen = .rejected
+        case .needsAttention: screen = .needsAttention
+        }
+        let validation = Texts.validation(recipient: m.recipient, amount: m.amount)
+        ui.loading = m.loading
+        ui.setupError = m.setupError
+        if let w = m.wallet {
+            ui.balanceText = "Balance: \(Texts.money(w.balanceMinor, w.currency))"
+        } else if let e = m.balanceError {
+            ui.balanceText = "Balance unavailable — \(e)"
+        }
+        ui.balanceMinor = m.wallet?.balanceMinor
+        ui.accountText = session.map { "You: \($0.account.userId)" } ?? ""
+        ui.accountUserId = session?.account.userId
+        ui.screen = screen
+        ui.recipient = m.recipient
+        ui.amount = m.amount
+        ui.validationText = (m.showValidation || !m.amount.isEmpty) ? validation : nil
+        ui.reviewEnabled = validation == nil && session != nil
+        if let p = m.pending, screen == .confirm || screen == .rejected {
+            ui.confirmText = "Send \(Texts.money(p.amountMinor, p.currency)) to \(p.toUserId)?"
+        }
+        ui.transferTitle = cs.currentTransfer.map(Texts.title)
+        // The composer's decision, read off the same state value the screen shows.
+        ui.sendEnabled = session != nil && cs.sendEnabled
+        switch cs {
+        case .submitting:
+            ui.showSpinner = true
+            ui.statusLine = "Sending…"
+        case let .waiting(transfer, needsAuth):
+            ui.showSpinner = true
+            ui.statusLine = Texts.waitingLine(transfer, needsAuth: needsAuth, sdkNowMs: sdkNow(), clockSpeed: options.clockSpeed)
+        case let .done(r):
+            ui.receipt = Receipt(
+                title: "Sent \(Texts.title(r))", serverTransferId: r.serverTransferId ?? "", idempotencyKey: r.idempotencyKey,
+                attempts: Int(r.attempts), replayNote: r.replayed ? Self.replayedNote : nil
+            )
+        default:
+            break
+        }
+        switch cs {
+        case let .rejected(reason, transfer): ui.errorText = m.errorText ?? Texts.rejectionText(reason, transfer)
+        case .needsAttention: ui.errorText = m.errorText ?? Texts.needsAttention
+        default: ui.errorText = m.errorText
+        }
+        ui.notice = m.notice
+        ui.transfers = transfers.prefix(options.recentLimit).map {
+            TransferRow(
+                localId: $0.localId, title: Texts.title($0), stateLabel: Texts.stateLabel($0),
+                serverTransferId: $0.serverTransferId, idempotencyKey: $0.idempotencyKey, settled: $0.state.isSettled
+            )
+        }
+        ui.trainMode = m.trainMode
+        ui.networkAvailable = m.networkAvailable
+        ui.serverUrl = m.serverUrl
+        ui.serverUrlField = m.serverUrlField
+        ui.settingsError = m.settingsError
+        state = ui
+    }
+
+    /// Now on the SDK's clock (which runs `clockSpeed` times faster than the wall clock).
+    private func sdkNow() -> Int64 {
+        let now = options.nowMs()
+        guard let s = session, options.clockSpeed != 1 else { return now }
+        return s.openedAtWallMs + Int64(Double(now - s.openedAtWallMs) * options.clockSpeed)
+    }
+}

@@ -1,0 +1,141 @@
+// Every string the demo shows, as pure functions of SDK values (tested without a server). The same texts
+// as the Android demo's Texts.kt.
+import Foundation
+import SendOnce
+
+public enum Texts {
+    /// The SDK's per-transfer limit (1e12 minor units), for the invalid-amount text.
+    public static let maxAmountMinor: Int64 = 1_000_000_000_000
+
+    /// 1250, "BDT" → "12.50 BDT".
+    public static func money(_ minor: Int64, _ currency: String) -> String {
+        let negative = minor < 0
+        let m = minor.magnitude
+        let cents = m % 100
+        var whole = String(m / 100)
+        var grouped = ""
+        while whole.count > 3 {
+            grouped = "," + whole.suffix(3) + grouped
+            whole = String(whole.dropLast(3))
+        }
+        let c = cents < 10 ? "0\(cents)" : "\(cents)"
+        return "\(negative ? "-" : "")\(whole)\(grouped).\(c) \(currency)"
+    }
+
+    /// The result of reading the amount field.
+    public enum AmountInput: Equatable {
+        case valid(Int64)
+        case invalid(String)
+    }
+
+    /// "12.5" → 1250 minor units. Only the format is checked here (and that it is above zero); limits are
+    /// the SDK's decision (a too large amount comes back as the typed `InvalidAmount`).
+    public static func parseAmount(_ text: String) -> AmountInput {
+        let t = text.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: ",", with: "")
+        if t.isEmpty { return .invalid("Enter an amount") }
+        let parts = t.split(separator: ".", omittingEmptySubsequences: false)
+        let digits = { (s: Substring) in s.allSatisfy { $0 >= "0" && $0 <= "9" } }
+        guard parts.count <= 2, parts.allSatisfy(digits), parts[0].count <= 15,
+              !(parts[0].isEmpty && (parts.count == 1 || parts[1].isEmpty))
+        else { return .invalid("Enter an amount like 12.50") }
+        var fraction = parts.count == 2 ? String(parts[1]) : ""
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        if fraction.count > 2 { return .invalid("At most 2 decimal places") }
+        while fraction.count < 2 { fraction += "0" }
+        let minor = (Int64(parts[0]) ?? 0) * 100 + Int64(fraction)!
+        if minor <= 0 { return .invalid("The amount must be more than 0") }
+        return .valid(minor)
+    }
+
+    /// The live validation text of the form, or nil when it is valid.
+    public static func validation(recipient: String, amount: String) -> String? {
+        let r = recipient.trimmingCharacters(in: .whitespaces)
+        if r.isEmpty { return "Enter the recipient's user id" }
+        if r.contains(where: { $0.isWhitespace }) { return "A user id has no spaces" }
+        if case let .invalid(text) = parseAmount(amount) { return text }
+        return nil
+    }
+
+    public static func title(_ t: Transfer) -> String { "\(money(t.amountMinor, t.currency)) to \(t.toUserId)" }
+
+    /// The line under the spinner while the SDK waits to retry. `sdkNowMs` is "now" on the SDK's clock and
+    /// `clockSpeed` how much faster than real time it runs (1 on a device), so X is in real seconds.
+    public static func waitingLine(_ t: Transfer, needsAuth: Bool, sdkNowMs: Int64, clockSpeed: Double = 1) -> String {
+        let n = t.attempts
+        if needsAuth { return "Waiting for sign-in — attempt \(n), the server refused the credentials" }
+        if t.state == .sending { return "Waiting for network — attempt \(n), trying now" }
+        let next = t.nextAttemptAtMs ?? sdkNowMs
+        let seconds = Int64((Double(max(0, next - sdkNowMs)) / clockSpeed / 1000).rounded(.up))
+        return "Waiting for network — attempt \(n), next try in \(seconds)s"
+    }
+
+    /// The human label of a transfer's state in the recent list.
+    public static func stateLabel(_ t: Transfer) -> String {
+        switch t.state {
+        case .pending: return "Queued"
+        case .sending: return t.attempts <= 1 ? "Sending" : "Sending (attempt \(t.attempts))"
+        case .retrying: return "Waiting for network (attempt \(t.attempts))"
+        case .authRequired: return "Waiting for sign-in"
+        case .succeeded: return "Sent"
+        case .rejected: return "Declined — \(shortReason(t.rejection))"
+        case .failed: return "Failed — \(shortReason(t.rejection))"
+        case .needsAttention: return "Needs attention"
+        }
+    }
+
+    static func shortReason(_ r: Rejection?) -> String {
+        switch r?.code {
+        case "insufficient_funds": return "not enough money"
+        case "recipient_not_found": return "unknown recipient"
+        case "idempotency_key_reused": return "key reused"
+        case "not_executed": return "never reached the server"
+        case "invalid_request": return "invalid request"
+        case nil, "": return "refused"
+        case let code?: return code.replacingOccurrences(of: "_", with: " ")
+        }
+    }
+
+    /// The text of a definitive no (composer state Rejected: a Rejected or Failed transfer).
+    public static func rejectionText(_ reason: Rejection, _ t: Transfer) -> String {
+        switch reason.code {
+        case "insufficient_funds":
+            return "Not enough money: your balance is lower than \(money(t.amountMinor, t.currency)). Nothing was sent."
+        case "recipient_not_found":
+            return "Unknown recipient: no account has the id \(t.toUserId). Nothing was sent."
+        case "idempotency_key_reused":
+            return "Refused: this transfer's key was already used for a different request (key reused). "
+                + "No money moved twice. This is a bug in the app — please report it."
+        case "not_executed":
+            return "The server never received this transfer. No money moved."
+        case "invalid_request":
+            return "The server refused the request: \(reason.detail.isEmpty ? "invalid request" : reason.detail). Nothing was sent."
+        default:
+            return "The server said no (\(reason.httpStatus) \(reason.code)): \(reason.detail). Nothing was sent."
+        }
+    }
+
+    public static let needsAttention =
+        "Needs attention: this transfer could not be confirmed for too long, so the app stopped retrying. "
+        + "It will never be sent twice; tap Check again to ask the server what happened."
+
+    /// The text of a typed error thrown by a Send tap.
+    public static func errorText(_ e: Error, currency: String) -> String {
+        guard let e = e as? SendOnceError else { return "Something went wrong: \(e)" }
+        switch e {
+        case .InvalidAmount:
+            return "Invalid amount: enter more than 0 and at most \(money(maxAmountMinor, currency))."
+        case .InvalidRecipient:
+            return "Invalid recipient: a user id is 1 to 128 visible characters, without spaces."
+        case let .InvalidCurrency(message): return "Invalid currency: \(message)"
+        case .InvalidNote: return "Invalid note: at most 140 characters."
+        case .Closed: return "The app is reconnecting; tap Send again in a moment."
+        case .StorageFull: return "Your phone's storage is full: free some space, then tap Send again."
+        case let .StorageCorrupt(message), let .StorageUnavailable(message):
+            return "The app cannot save transfers (\(message)). Nothing was sent."
+        case .TransferUnfinished: return "The previous transfer is still on its way."
+        case let .LookupFailed(message): return "Could not reach the server to check: \(message). Try again later."
+        case let .InvalidConfig(message), let .AlreadyOpen(message), let .NotFound(message), let .Internal(message):
+            return "Something went wrong: \(message)"
+        }
+    }
+}

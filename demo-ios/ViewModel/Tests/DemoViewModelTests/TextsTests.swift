@@ -1,0 +1,80 @@
+import XCTest
+import SendOnce
+@testable import DemoViewModel
+
+/// The pure text functions, without a server (the same expectations as the Android demo's TextsTest).
+final class TextsTests: XCTestCase {
+    func transfer(_ state: TransferState, attempts: UInt32 = 1, nextAt: Int64? = nil, rejection: Rejection? = nil) -> Transfer {
+        Transfer(
+            localId: "l1", idempotencyKey: "k1", toUserId: "usr_bob", amountMinor: 1250, currency: "BDT", note: nil,
+            state: state, attempts: attempts, createdAtMs: 0, updatedAtMs: 0, lastAttemptAtMs: nil,
+            nextAttemptAtMs: nextAt, lastError: nil, serverTransferId: nil, rejection: rejection, replayed: false
+        )
+    }
+
+    func testMoneyIsFormattedWithGroupingAndTwoDecimals() {
+        XCTAssertEqual(Texts.money(1250, "BDT"), "12.50 BDT")
+        XCTAssertEqual(Texts.money(1_000_000, "BDT"), "10,000.00 BDT")
+        XCTAssertEqual(Texts.money(5, "BDT"), "0.05 BDT")
+        XCTAssertEqual(Texts.money(Texts.maxAmountMinor, "BDT"), "10,000,000,000.00 BDT")
+    }
+
+    func testAmountParsingAndValidationTexts() {
+        XCTAssertEqual(Texts.parseAmount("12.5"), .valid(1250))
+        XCTAssertEqual(Texts.parseAmount(" 1,000 "), .valid(100_000))
+        XCTAssertEqual(Texts.parseAmount(".5"), .valid(50))
+        XCTAssertEqual(Texts.parseAmount(""), .invalid("Enter an amount"))
+        XCTAssertEqual(Texts.parseAmount("12a"), .invalid("Enter an amount like 12.50"))
+        XCTAssertEqual(Texts.parseAmount("-3"), .invalid("Enter an amount like 12.50"))
+        XCTAssertEqual(Texts.parseAmount("."), .invalid("Enter an amount like 12.50"))
+        XCTAssertEqual(Texts.parseAmount("1.234"), .invalid("At most 2 decimal places"))
+        XCTAssertEqual(Texts.parseAmount("0.00"), .invalid("The amount must be more than 0"))
+        XCTAssertEqual(Texts.validation(recipient: " ", amount: "12"), "Enter the recipient's user id")
+        XCTAssertEqual(Texts.validation(recipient: "usr a", amount: "12"), "A user id has no spaces")
+        XCTAssertNil(Texts.validation(recipient: "usr_bob", amount: "12"))
+    }
+
+    func testWaitingLineCountsDownInRealSeconds() {
+        let retrying = transfer(.retrying, attempts: 3, nextAt: 10_500)
+        XCTAssertEqual(Texts.waitingLine(retrying, needsAuth: false, sdkNowMs: 6_000), "Waiting for network — attempt 3, next try in 5s")
+        XCTAssertEqual(Texts.waitingLine(retrying, needsAuth: false, sdkNowMs: 11_000), "Waiting for network — attempt 3, next try in 0s")
+        XCTAssertEqual(
+            Texts.waitingLine(retrying, needsAuth: false, sdkNowMs: 6_000, clockSpeed: 10), "Waiting for network — attempt 3, next try in 1s"
+        )
+        XCTAssertEqual(
+            Texts.waitingLine(transfer(.sending, attempts: 4), needsAuth: false, sdkNowMs: 0), "Waiting for network — attempt 4, trying now"
+        )
+        XCTAssertEqual(
+            Texts.waitingLine(transfer(.authRequired, attempts: 2), needsAuth: true, sdkNowMs: 0),
+            "Waiting for sign-in — attempt 2, the server refused the credentials"
+        )
+    }
+
+    func testEveryStateHasAHumanLabel() {
+        let r = Rejection(code: "insufficient_funds", detail: "", httpStatus: 402)
+        let label = { (s: TransferState) in Texts.stateLabel(self.transfer(s, attempts: 2, rejection: r)) }
+        XCTAssertEqual(label(.pending), "Queued")
+        XCTAssertEqual(label(.sending), "Sending (attempt 2)")
+        XCTAssertEqual(label(.retrying), "Waiting for network (attempt 2)")
+        XCTAssertEqual(label(.authRequired), "Waiting for sign-in")
+        XCTAssertEqual(label(.succeeded), "Sent")
+        XCTAssertEqual(label(.rejected), "Declined — not enough money")
+        XCTAssertEqual(label(.failed), "Failed — not enough money")
+        XCTAssertEqual(label(.needsAttention), "Needs attention")
+    }
+
+    func testTypedErrorsHaveTheirOwnTexts() {
+        XCTAssertEqual(
+            Texts.errorText(SendOnceError.InvalidAmount(message: "too large"), currency: "BDT"),
+            "Invalid amount: enter more than 0 and at most 10,000,000,000.00 BDT."
+        )
+        XCTAssertEqual(
+            Texts.errorText(SendOnceError.InvalidRecipient(message: "x"), currency: "BDT"),
+            "Invalid recipient: a user id is 1 to 128 visible characters, without spaces."
+        )
+        XCTAssertEqual(
+            Texts.rejectionText(Rejection(code: "weird_code", detail: "odd", httpStatus: 409), transfer(.rejected)),
+            "The server said no (409 weird_code): odd. Nothing was sent."
+        )
+    }
+}
