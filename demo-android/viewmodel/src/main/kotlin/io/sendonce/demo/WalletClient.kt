@@ -2,11 +2,8 @@ package io.sendonce.demo
 
 import java.io.File
 import java.io.IOException
+import java.net.HttpURLConnection
 import java.net.URI
-import java.net.http.HttpClient
-import java.net.http.HttpRequest
-import java.net.http.HttpResponse
-import java.time.Duration
 import java.util.Properties
 
 /** The demo's account on one server: the payer, and a second user to send to. */
@@ -21,12 +18,9 @@ class HttpStatusException(val status: Int, val body: String) : IOException("HTTP
 /**
  * The few plain HTTP calls the demo makes besides transfers (which only the SDK sends): the balance, and
  * the demo sign-up through server-mock's test API. Against a real backend, replace [signUp] with the app's
- * login and keep [wallet].
+ * login and keep [wallet]. `HttpURLConnection`, because `java.net.http` does not exist on Android.
  */
-class WalletClient(timeoutMs: Long = 5_000) {
-    private val timeout = Duration.ofMillis(timeoutMs)
-    private val http = HttpClient.newBuilder().connectTimeout(timeout).build()
-
+class WalletClient(private val timeoutMs: Int = 5_000) {
     /** `GET /v1/wallet` with the bearer token. */
     fun wallet(serverUrl: String, token: String): Wallet {
         val body = send(serverUrl, "GET", "/v1/wallet", null, token, 200)
@@ -52,18 +46,31 @@ class WalletClient(timeoutMs: Long = 5_000) {
     }
 
     private fun send(base: String, method: String, path: String, json: String?, token: String?, expect: Int): String {
-        val builder = HttpRequest.newBuilder(URI.create(base.trimEnd('/') + path)).timeout(timeout)
-        if (json != null) builder.header("content-type", "application/json")
-        if (token != null) builder.header("authorization", "Bearer $token")
-        builder.method(method, if (json == null) HttpRequest.BodyPublishers.noBody() else HttpRequest.BodyPublishers.ofString(json))
-        val response = try {
-            http.send(builder.build(), HttpResponse.BodyHandlers.ofString())
-        } catch (e: InterruptedException) {
-            Thread.currentThread().interrupt()
-            throw IOException("interrupted", e)
+        val url = try {
+            URI.create(base.trimEnd('/') + path).toURL()
+        } catch (e: IllegalArgumentException) {
+            throw IOException("bad URL $base", e)
         }
-        if (response.statusCode() != expect) throw HttpStatusException(response.statusCode(), response.body())
-        return response.body()
+        val connection = url.openConnection() as HttpURLConnection
+        try {
+            connection.requestMethod = method
+            connection.connectTimeout = timeoutMs
+            connection.readTimeout = timeoutMs
+            connection.useCaches = false
+            if (token != null) connection.setRequestProperty("authorization", "Bearer $token")
+            if (json != null) {
+                connection.doOutput = true
+                connection.setRequestProperty("content-type", "application/json")
+                connection.outputStream.use { it.write(json.toByteArray()) }
+            }
+            val status = connection.responseCode
+            val stream = if (status >= 400) connection.errorStream else connection.inputStream
+            val body = stream?.use { it.readBytes().decodeToString() } ?: ""
+            if (status != expect) throw HttpStatusException(status, body)
+            return body
+        } finally {
+            connection.disconnect()
+        }
     }
 }
 
