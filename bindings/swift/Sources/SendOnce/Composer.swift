@@ -9,12 +9,11 @@ public final class Composer: @unchecked Sendable {
     private let core: ComposerCore
     private let lock = NSLock()
     private var closed = false
-    private var current: ComposerState
-    private var streams: [UUID: AsyncStream<ComposerState>.Continuation] = [:]
+    private let current: Broadcast<ComposerState>
 
     init(core: ComposerCore) throws {
         self.core = core
-        current = try core.state()
+        current = Broadcast(try core.state())
         try core.setListener(listener: ComposerRelay(self))
         refresh()
     }
@@ -24,35 +23,14 @@ public final class Composer: @unchecked Sendable {
     }
 
     /// What the screen shows now.
-    public var state: ComposerState {
-        lock.lock()
-        defer { lock.unlock() }
-        return current
-    }
+    public var state: ComposerState { current.value }
 
     /// Whether the Send button is enabled now.
     public var sendEnabled: Bool { state.sendEnabled }
 
     /// The screen's states: the current one at once, then every change, in order. Ends on `close()`.
     public func states() -> AsyncStream<ComposerState> {
-        let id = UUID()
-        return AsyncStream(bufferingPolicy: .unbounded) { continuation in
-            lock.lock()
-            if closed {
-                lock.unlock()
-                continuation.finish()
-                return
-            }
-            streams[id] = continuation
-            continuation.yield(current)
-            lock.unlock()
-            continuation.onTermination = { [weak self] _ in
-                guard let self else { return }
-                self.lock.lock()
-                self.streams[id] = nil
-                self.lock.unlock()
-            }
-        }
+        current.stream()
     }
 
     /// The user tapped Send. Returns the transfer of this intent (the same one for every repeated tap).
@@ -85,22 +63,14 @@ public final class Composer: @unchecked Sendable {
             return
         }
         closed = true
-        let open = Array(streams.values)
-        streams.removeAll()
         lock.unlock()
         try? core.setListener(listener: nil)
-        open.forEach { $0.finish() }
+        current.finish()
     }
 
-    /// Reads the current state under the lock, so streams never step back to an older state.
+    /// Re-reads the state from Rust; reads and publications are serialised, so streams never step back.
     fileprivate func refresh() {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed, let s = try? core.state(), s != current else { return }
-        current = s
-        for continuation in streams.values {
-            continuation.yield(s)
-        }
+        current.publish { _ in try? core.state() }
     }
 }
 

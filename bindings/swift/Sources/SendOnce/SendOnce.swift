@@ -24,8 +24,7 @@ public final class SendOnce: @unchecked Sendable {
     private let lock = NSLock()
     private var closed = false
     private var listenerId: UInt64 = 0
-    private var latest: [Transfer] = []
-    private var streams: [UUID: AsyncStream<[Transfer]>.Continuation] = [:]
+    private let list = Broadcast<[Transfer]>([])
     private var callbacks: [UUID: @Sendable (Transfer) throws -> Void] = [:]
 
     /// Opens the file, recovers every unfinished transfer and resumes sending.
@@ -82,24 +81,7 @@ public final class SendOnce: @unchecked Sendable {
     /// The list of transfers (newest first): the current one at once, then after every change.
     /// The stream ends when the SDK is closed or the consumer stops iterating.
     public func transferUpdates() -> AsyncStream<[Transfer]> {
-        let id = UUID()
-        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
-            lock.lock()
-            if closed {
-                lock.unlock()
-                continuation.finish()
-                return
-            }
-            streams[id] = continuation
-            continuation.yield(latest)
-            lock.unlock()
-            continuation.onTermination = { [weak self] _ in
-                guard let self else { return }
-                self.lock.lock()
-                self.streams[id] = nil
-                self.lock.unlock()
-            }
-        }
+        list.stream(.bufferingNewest(1))
     }
 
     /// The states of one transfer: the current one at once, then every change, until it is settled.
@@ -180,14 +162,12 @@ public final class SendOnce: @unchecked Sendable {
             return
         }
         closed = true
-        let open = Array(streams.values)
-        streams.removeAll()
         callbacks.removeAll()
         let id = listenerId
         lock.unlock()
         try? core.removeListener(id: id)
         try? core.shutdown()
-        open.forEach { $0.finish() }
+        list.finish()
     }
 
     fileprivate func changed(_ transfer: Transfer) {
@@ -203,13 +183,7 @@ public final class SendOnce: @unchecked Sendable {
 
     /// Re-reads the list from the SDK (the one source of truth) and hands it to every stream, in order.
     private func refresh() {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !closed, let list = try? core.transfers() else { return }
-        latest = list
-        for continuation in streams.values {
-            continuation.yield(list)
-        }
+        list.publish { _ in try? core.transfers() }
     }
 }
 
