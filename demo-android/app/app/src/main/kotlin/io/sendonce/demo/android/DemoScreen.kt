@@ -1,0 +1,178 @@
+// Layout only: every text, flag and list below comes from DemoUiState; every tap calls one `on…` function.
+package io.sendonce.demo.android
+
+import androidx.compose.foundation.layout.Arrangement
+import androidx.compose.foundation.layout.Column
+import androidx.compose.foundation.layout.ExperimentalLayoutApi
+import androidx.compose.foundation.layout.FlowRow
+import androidx.compose.foundation.layout.PaddingValues
+import androidx.compose.foundation.layout.Row
+import androidx.compose.foundation.layout.fillMaxWidth
+import androidx.compose.foundation.layout.padding
+import androidx.compose.foundation.layout.size
+import androidx.compose.foundation.lazy.LazyColumn
+import androidx.compose.foundation.lazy.items
+import androidx.compose.foundation.text.KeyboardOptions
+import androidx.compose.material3.Button
+import androidx.compose.material3.Card
+import androidx.compose.material3.CircularProgressIndicator
+import androidx.compose.material3.ExperimentalMaterial3Api
+import androidx.compose.material3.FilterChip
+import androidx.compose.material3.HorizontalDivider
+import androidx.compose.material3.MaterialTheme
+import androidx.compose.material3.OutlinedButton
+import androidx.compose.material3.OutlinedTextField
+import androidx.compose.material3.Scaffold
+import androidx.compose.material3.Text
+import androidx.compose.material3.TextButton
+import androidx.compose.material3.TopAppBar
+import androidx.compose.runtime.Composable
+import androidx.compose.runtime.getValue
+import androidx.compose.ui.Alignment
+import androidx.compose.ui.Modifier
+import androidx.compose.ui.text.font.FontFamily
+import androidx.compose.ui.text.input.KeyboardType
+import androidx.compose.ui.unit.dp
+import androidx.lifecycle.compose.collectAsStateWithLifecycle
+import io.sendonce.demo.DemoUiState
+import io.sendonce.demo.DemoViewModel
+import io.sendonce.demo.Screen
+
+@OptIn(ExperimentalMaterial3Api::class)
+@Composable
+fun DemoApp(vm: DemoViewModel) {
+    val ui by vm.state.collectAsStateWithLifecycle()
+    MaterialTheme {
+        Scaffold(topBar = { TopAppBar(title = { Text("sendonce demo") }) }) { padding ->
+            LazyColumn(
+                contentPadding = PaddingValues(16.dp),
+                verticalArrangement = Arrangement.spacedBy(12.dp),
+                modifier = Modifier.padding(padding),
+            ) {
+                item { BalanceCard(ui, vm) }
+                ui.setupError?.let { error -> item { SetupErrorCard(error, vm) } }
+                item { TransferCard(ui, vm) }
+                item { TrainModeCard(ui, vm) }
+                item { Text("Recent transfers", style = MaterialTheme.typography.titleMedium) }
+                if (ui.transfers.isEmpty()) item { Text("No transfers yet.") }
+                items(ui.transfers, key = { it.localId }) { row ->
+                    Column {
+                        Text(row.title)
+                        Text(row.stateLabel, style = MaterialTheme.typography.bodySmall)
+                        row.serverTransferId?.let { Text(it, style = MaterialTheme.typography.bodySmall, fontFamily = FontFamily.Monospace) }
+                        HorizontalDivider(Modifier.padding(top = 8.dp))
+                    }
+                }
+                item { SettingsCard(ui, vm) }
+            }
+        }
+    }
+}
+
+@Composable
+private fun BalanceCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fillMaxWidth()) {
+    Column(Modifier.padding(16.dp)) {
+        Text(ui.balanceText, style = MaterialTheme.typography.headlineSmall)
+        Text(ui.accountText, style = MaterialTheme.typography.bodySmall)
+        Text(if (ui.networkAvailable) "Network: available" else "Network: none", style = MaterialTheme.typography.bodySmall)
+        TextButton(onClick = vm::onRefreshBalanceTapped) { Text("Refresh balance") }
+    }
+}
+
+@Composable
+private fun SetupErrorCard(error: String, vm: DemoViewModel) = Card(Modifier.fillMaxWidth()) {
+    Column(Modifier.padding(16.dp)) {
+        Text(error, color = MaterialTheme.colorScheme.error)
+        Button(onClick = vm::onRetryTapped) { Text("Retry") }
+    }
+}
+
+@Composable
+private fun TransferCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fillMaxWidth()) {
+    Column(Modifier.padding(16.dp), verticalArrangement = Arrangement.spacedBy(8.dp)) {
+        if (ui.loading) {
+            Row(verticalAlignment = Alignment.CenterVertically, horizontalArrangement = Arrangement.spacedBy(8.dp)) {
+                CircularProgressIndicator(Modifier.size(20.dp))
+                Text("Connecting to ${ui.serverUrl}…")
+            }
+        }
+        ui.notice?.let { Text(it, style = MaterialTheme.typography.bodySmall) }
+        when (ui.screen) {
+            Screen.FORM -> {
+                OutlinedTextField(
+                    value = ui.recipient, onValueChange = vm::onRecipientChanged,
+                    label = { Text("Recipient user id") }, singleLine = true, modifier = Modifier.fillMaxWidth(),
+                )
+                OutlinedTextField(
+                    value = ui.amount, onValueChange = vm::onAmountChanged,
+                    label = { Text("Amount (BDT)") }, singleLine = true, modifier = Modifier.fillMaxWidth(),
+                    keyboardOptions = KeyboardOptions(keyboardType = KeyboardType.Decimal),
+                )
+                ui.validationText?.let { Text(it, color = MaterialTheme.colorScheme.error) }
+                Button(onClick = vm::onReviewTapped, enabled = ui.reviewEnabled) { Text("Review") }
+            }
+            Screen.CONFIRM, Screen.REJECTED, Screen.PROGRESS -> {
+                Text(ui.confirmText ?: ui.transferTitle ?: "", style = MaterialTheme.typography.titleMedium)
+                if (ui.showSpinner) {
+                    Row(verticalAlignment = Alignment.CenterVertically, horizontalArrangement = Arrangement.spacedBy(8.dp)) {
+                        CircularProgressIndicator(Modifier.size(20.dp))
+                        Text(ui.statusLine ?: "")
+                    }
+                }
+                ui.errorText?.let { Text(it, color = MaterialTheme.colorScheme.error) }
+                Row(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
+                    // Enabled exactly when the composer says so: tap it ten times, one transfer leaves.
+                    Button(onClick = vm::onSendTapped, enabled = ui.sendEnabled) { Text("Send") }
+                    if (ui.screen != Screen.PROGRESS) OutlinedButton(onClick = vm::onEditTapped) { Text("Edit") }
+                }
+            }
+            Screen.RECEIPT -> ui.receipt?.let { r ->
+                Text(r.title, style = MaterialTheme.typography.titleMedium)
+                Text("Transfer id: ${r.serverTransferId}", fontFamily = FontFamily.Monospace)
+                Text("Idempotency key: ${r.idempotencyKey}", style = MaterialTheme.typography.bodySmall, fontFamily = FontFamily.Monospace)
+                Text("Attempts: ${r.attempts}", style = MaterialTheme.typography.bodySmall)
+                r.replayNote?.let { Text(it, style = MaterialTheme.typography.bodySmall) }
+                Row(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
+                    Button(onClick = vm::onSendTapped, enabled = ui.sendEnabled) { Text("Send") }
+                    OutlinedButton(onClick = vm::onSendAnotherTapped) { Text("Send another") }
+                }
+            }
+            Screen.NEEDS_ATTENTION -> {
+                Text(ui.transferTitle ?: "", style = MaterialTheme.typography.titleMedium)
+                ui.errorText?.let { Text(it, color = MaterialTheme.colorScheme.error) }
+                Row(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
+                    Button(onClick = vm::onCheckAgainTapped) { Text("Check again") }
+                    OutlinedButton(onClick = vm::onSendAnotherTapped) { Text("Send another") }
+                }
+            }
+        }
+    }
+}
+
+@OptIn(ExperimentalLayoutApi::class)
+@Composable
+private fun TrainModeCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fillMaxWidth()) {
+    Column(Modifier.padding(16.dp)) {
+        Text("Train mode", style = MaterialTheme.typography.titleMedium)
+        FlowRow(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
+            ui.trainModes.forEach { mode ->
+                FilterChip(selected = ui.trainMode == mode, onClick = { vm.onTrainModeSelected(mode) }, label = { Text(mode.label) })
+            }
+        }
+        Text(ui.trainMode.description, style = MaterialTheme.typography.bodySmall)
+    }
+}
+
+@Composable
+private fun SettingsCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fillMaxWidth()) {
+    Column(Modifier.padding(16.dp), verticalArrangement = Arrangement.spacedBy(8.dp)) {
+        Text("Settings", style = MaterialTheme.typography.titleMedium)
+        OutlinedTextField(
+            value = ui.serverUrlField, onValueChange = vm::onServerUrlChanged,
+            label = { Text("Server URL") }, singleLine = true, modifier = Modifier.fillMaxWidth(),
+            keyboardOptions = KeyboardOptions(keyboardType = KeyboardType.Uri),
+        )
+        ui.settingsError?.let { Text(it, color = MaterialTheme.colorScheme.error) }
+        Button(onClick = vm::onServerUrlSaved) { Text("Save and reconnect") }
+    }
+}
