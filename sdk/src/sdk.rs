@@ -110,13 +110,44 @@ impl Sdk {
         }
     }
 
-    /// Resolves a NeedsAttention transfer now through the status look-up by key (never a new key).
+    /// Asks the server now, by key, what became of a transfer (never sends it, never mints a key).
+    ///
+    /// A success or a stored rejection ends the transfer; "not found" ends only a transfer the SDK has
+    /// given up on (NeedsAttention) — otherwise sending simply goes on. If an attempt or a look-up is
+    /// already running, this waits for it first (bounded by twice the request timeout).
     pub async fn resolve(&self, local_id: &str) -> Result<Transfer> {
         let core = self.live()?.clone();
+        self.transfer(local_id)?;
         let id = local_id.to_string();
-        self.transfer(&id)?;
         self.handle
-            .spawn(async move { sender::look_up(&core, &id).await })
+            .spawn(async move {
+                let deadline = tokio::time::Instant::now() + core.config.request_timeout * 2;
+                let mut changes = core.changes.subscribe();
+                loop {
+                    let current = core
+                        .store
+                        .get(&id)?
+                        .ok_or_else(|| SdkError::NotFound(id.clone()))?;
+                    if current.state.is_final() {
+                        return Ok(current);
+                    }
+                    if core.claim(&id) {
+                        break;
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Ok(current);
+                    }
+                    let _ = tokio::time::timeout(
+                        std::time::Duration::from_millis(100),
+                        changes.changed(),
+                    )
+                    .await;
+                }
+                let result = sender::look_up(&core, &id).await;
+                core.release(&id);
+                core.wake.notify_one();
+                result
+            })
             .await
             .map_err(|e| SdkError::Internal(e.to_string()))?
     }

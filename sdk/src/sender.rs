@@ -65,7 +65,7 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
             });
         }
     }
-    Ok(match core.store.next_due_at()? {
+    Ok(match core.store.next_due_after(now)? {
         // A wait longer than the cap means the clock jumped backwards: never sleep past the cap.
         Some(at) => core.clock.real_duration((at - now).clamp(0, cap)),
         None => idle,
@@ -81,7 +81,7 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
     if give_up_due(core, &transfer, now) {
         let t = core
             .store
-            .record(local_id, &needs_attention(core, now), now)?;
+            .record(local_id, &needs_attention(core, now), now, QUEUED)?;
         tracing::warn!(local_id, key = %t.idempotency_key, "give-up horizon reached; resolving by status look-up");
         core.publish(t);
         return Ok(());
@@ -92,7 +92,7 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
                 next_attempt_at_ms: at,
                 error: "retry budget exhausted".into(),
             };
-            core.publish(core.store.record(local_id, &update, now)?);
+            core.publish(core.store.record(local_id, &update, now, QUEUED)?);
             return Ok(());
         }
         if core.config.unsafe_new_key_per_retry {
@@ -147,66 +147,85 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
             error,
         } => retry_update(core, &transfer, &key, retry_after_ms, error, later),
     };
-    core.publish(core.store.record(local_id, &update, later)?);
+    core.publish(
+        core.store
+            .record(local_id, &update, later, &[TransferState::Sending])?,
+    );
     Ok(())
 }
 
+/// States a transfer waits in between attempts (the sender may start an attempt from these).
+const QUEUED: &[TransferState] = &[TransferState::Pending, TransferState::Retrying];
+
+/// States a status look-up may conclude from: not final, and no attempt of ours on the wire.
+const LOOKUP_FROM: &[TransferState] = &[
+    TransferState::Pending,
+    TransferState::Retrying,
+    TransferState::AuthRequired,
+    TransferState::NeedsAttention,
+];
+
 /// Resolves an unknown outcome through the status look-up by key; never sends the transfer again.
+///
+/// The caller holds the transfer's claim, so no attempt of this instance is on the wire. Only a
+/// transfer the sender has given up on (NeedsAttention) can conclude "not executed" from a 404:
+/// for any other, a 404 only means "not yet", and sending goes on.
 pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
-    let (key, _) = core.store.wire(local_id)?;
+    let Some(current) = core.store.get(local_id)? else {
+        return Err(crate::error::SdkError::NotFound(local_id.into()));
+    };
+    if current.state.is_final() {
+        return Ok(current);
+    }
+    let given_up = current.state == TransferState::NeedsAttention;
+    let key = current.idempotency_key.clone();
     let path = format!("/v1/transfers?idempotency_key={}", percent_encode(&key));
     let result = send(core, Method::Get, &path, None, Vec::new()).await;
     let now = core.clock.now_ms();
-    let update = match &result {
-        Ok(r) if (200..300).contains(&r.status) => match classify(&result) {
+    let later = |error: String| Update::NeedsAttention {
+        next_attempt_at_ms: now + cap_ms(core),
+        error,
+    };
+    let update = match (&result, classify(&result)) {
+        (
+            Ok(r),
             Verdict::Succeeded {
                 server_transfer_id, ..
-            } => Update::Succeeded {
-                server_transfer_id,
-                replayed: true,
-                response_body: r.body.clone(),
             },
-            _ => unreachable_verdict(now, core),
-        },
-        Ok(r) if r.status == 404 => Update::Ended {
+        ) => Some(Update::Succeeded {
+            server_transfer_id,
+            replayed: true,
+            response_body: r.body.clone(),
+        }),
+        (Ok(r), _) if r.status == 404 && given_up => Some(Update::Ended {
             state: TransferState::Failed,
             rejection: Rejection {
                 code: "not_executed".into(),
                 detail: "the server never executed this transfer; no money moved".into(),
                 http_status: 404,
             },
-        },
-        Ok(r) if r.status == 402 || r.status == 400 || r.status == 422 => match classify(&result) {
-            Verdict::Rejected(rejection) => Update::Ended {
-                state: TransferState::Rejected,
-                rejection,
-            },
-            Verdict::Failed(rejection) => Update::Ended {
-                state: TransferState::Failed,
-                rejection,
-            },
-            _ => unreachable_verdict(now, core),
-        },
-        Ok(r) => Update::NeedsAttention {
-            next_attempt_at_ms: now + cap_ms(core),
-            error: format!("look-up answered {}", r.status),
-        },
-        Err(e) => Update::NeedsAttention {
-            next_attempt_at_ms: now + cap_ms(core),
-            error: format!("look-up failed: {e}"),
-        },
+        }),
+        (Ok(r), _) if r.status == 404 => None,
+        // A stored business outcome for this key (402, a validation answer) is as definitive here as on the POST.
+        (Ok(_), Verdict::Rejected(rejection)) => Some(Update::Ended {
+            state: TransferState::Rejected,
+            rejection,
+        }),
+        (Ok(_), Verdict::Failed(rejection)) => Some(Update::Ended {
+            state: TransferState::Failed,
+            rejection,
+        }),
+        (Ok(r), _) if given_up => Some(later(format!("look-up answered {}", r.status))),
+        (Err(e), _) if given_up => Some(later(format!("look-up failed: {e}"))),
+        _ => None,
     };
-    let transfer = core.store.record(local_id, &update, now)?;
+    let transfer = match update {
+        Some(update) => core.store.record(local_id, &update, now, LOOKUP_FROM)?,
+        None => current,
+    };
     tracing::info!(local_id, key = %key, state = ?transfer.state, "status look-up");
     core.publish(transfer.clone());
     Ok(transfer)
-}
-
-fn unreachable_verdict(now: i64, core: &Core) -> Update {
-    Update::NeedsAttention {
-        next_attempt_at_ms: now + cap_ms(core),
-        error: "unexpected look-up answer".into(),
-    }
 }
 
 fn retry_update(

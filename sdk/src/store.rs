@@ -223,12 +223,14 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    /// Earliest scheduled step among waiting transfers.
-    pub fn next_due_at(&self) -> Result<Option<i64>> {
+    /// Earliest step scheduled after `now_ms`. Steps due already are being worked on (or queued for a
+    /// send slot); their tasks wake the sender when done, so counting them here would make it spin.
+    pub fn next_due_after(&self, now_ms: i64) -> Result<Option<i64>> {
         let conn = self.conn();
         Ok(conn.query_row(
-            "SELECT min(next_attempt_at_ms) FROM transfers WHERE state IN ('pending','retrying','needs_attention')",
-            [],
+            "SELECT min(next_attempt_at_ms) FROM transfers \
+             WHERE state IN ('pending','retrying','needs_attention') AND next_attempt_at_ms > ?1",
+            [now_ms],
             |r| r.get(0),
         )?)
     }
@@ -262,37 +264,68 @@ impl Store {
         Ok(())
     }
 
-    /// Phase "end of attempt": writes the outcome.
-    pub fn record(&self, local_id: &str, update: &Update, now_ms: i64) -> Result<Transfer> {
-        {
+    /// Phase "end of attempt": writes the outcome, only if the transfer is still in one of `from`.
+    ///
+    /// The guard is what keeps a final state final: a late look-up or a late attempt that lost the race
+    /// changes nothing, and the current row is returned instead.
+    pub fn record(
+        &self,
+        local_id: &str,
+        update: &Update,
+        now_ms: i64,
+        from: &[TransferState],
+    ) -> Result<Transfer> {
+        let allowed = from
+            .iter()
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect::<Vec<_>>()
+            .join(",");
+        let guard = format!("WHERE local_id=?1 AND state IN ({allowed})");
+        let changed = {
             let conn = self.conn();
             match update {
                 Update::Succeeded { server_transfer_id, replayed, response_body } => conn.execute(
-                    "UPDATE transfers SET state='succeeded', server_transfer_id=?2, replayed=?3, response_body=?4, \
-                     next_attempt_at_ms=NULL, last_error=NULL, updated_at_ms=?5 WHERE local_id=?1",
+                    &format!(
+                        "UPDATE transfers SET state='succeeded', server_transfer_id=?2, replayed=?3, response_body=?4, \
+                         next_attempt_at_ms=NULL, last_error=NULL, updated_at_ms=?5 {guard}"
+                    ),
                     params![local_id, server_transfer_id, replayed, response_body, now_ms],
                 )?,
                 Update::Ended { state, rejection } => conn.execute(
-                    "UPDATE transfers SET state=?2, reject_code=?3, reject_detail=?4, reject_status=?5, \
-                     next_attempt_at_ms=NULL, updated_at_ms=?6 WHERE local_id=?1",
+                    &format!(
+                        "UPDATE transfers SET state=?2, reject_code=?3, reject_detail=?4, reject_status=?5, \
+                         next_attempt_at_ms=NULL, updated_at_ms=?6 {guard}"
+                    ),
                     params![local_id, state.as_str(), rejection.code, rejection.detail, rejection.http_status, now_ms],
                 )?,
                 Update::Retry { next_attempt_at_ms, error } => conn.execute(
-                    "UPDATE transfers SET state='retrying', next_attempt_at_ms=?2, last_error=?3, updated_at_ms=?4 \
-                     WHERE local_id=?1",
+                    &format!(
+                        "UPDATE transfers SET state='retrying', next_attempt_at_ms=?2, last_error=?3, updated_at_ms=?4 {guard}"
+                    ),
                     params![local_id, next_attempt_at_ms, error, now_ms],
                 )?,
                 Update::AuthRequired { error } => conn.execute(
-                    "UPDATE transfers SET state='auth_required', next_attempt_at_ms=NULL, last_error=?2, updated_at_ms=?3 \
-                     WHERE local_id=?1",
+                    &format!(
+                        "UPDATE transfers SET state='auth_required', next_attempt_at_ms=NULL, last_error=?2, \
+                         updated_at_ms=?3 {guard}"
+                    ),
                     params![local_id, error, now_ms],
                 )?,
                 Update::NeedsAttention { next_attempt_at_ms, error } => conn.execute(
-                    "UPDATE transfers SET state='needs_attention', next_attempt_at_ms=?2, last_error=?3, updated_at_ms=?4 \
-                     WHERE local_id=?1",
+                    &format!(
+                        "UPDATE transfers SET state='needs_attention', next_attempt_at_ms=?2, last_error=?3, \
+                         updated_at_ms=?4 {guard}"
+                    ),
                     params![local_id, next_attempt_at_ms, error, now_ms],
                 )?,
-            };
+            }
+        };
+        if changed == 0 {
+            tracing::debug!(
+                local_id,
+                ?update,
+                "outcome not recorded: the transfer moved on"
+            );
         }
         self.get(local_id)?
             .ok_or_else(|| SdkError::NotFound(local_id.into()))

@@ -61,7 +61,8 @@ async fn lost_responses_after_commit_are_resolved_by_replay_not_by_a_second_debi
     }
     let mid = sdk.transfer(&t.local_id).unwrap();
     assert!(!mid.state.is_final() && mid.attempts >= 3, "{mid:?}");
-    assert!(sdk.network_stats().dropped_responses >= 3);
+    // Every attempt but the one possibly still on the wire had its answer dropped after the commit.
+    assert!(sdk.network_stats().dropped_responses >= u64::from(mid.attempts) - 1);
     sdk.set_network_profile(NetworkProfile::Off, 0).unwrap();
     let done = outcome(&sdk, &t.local_id).await;
     assert_eq!(done.state, TransferState::Succeeded);

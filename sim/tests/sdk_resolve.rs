@@ -60,7 +60,6 @@ fn request(to: &str) -> TransferRequest {
 /// only looked up, never sent, so when the network is back the look-up answers 404 and the transfer the
 /// user confirmed ends Failed without ever reaching the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "SDK bug: resolve() on a Retrying transfer abandons it (see module docs)"]
 async fn check_status_in_a_tunnel_does_not_abandon_the_transfer() {
     let dir = tempfile::tempdir().unwrap();
     let (server, sdk, to, _) = setup(dir.path()).await;
@@ -98,7 +97,6 @@ async fn check_status_in_a_tunnel_does_not_abandon_the_transfer() {
 /// user nothing moved while it did. (Had the request's answer been lost, the phone would stay Failed with a
 /// debit on the server: the ride saw exactly that.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "SDK bug: resolve() next to an in-flight attempt records Failed, then Succeeded (see module docs)"]
 async fn a_final_state_never_changes() {
     let dir = tempfile::tempdir().unwrap();
     let (server, sdk, to, states) = setup(dir.path()).await;

@@ -18,7 +18,6 @@ fn cpu_ticks() -> u64 {
 /// stay due, `next_due_at` is in the past, and the sender loop re-queries SQLite every timer tick
 /// (~1000 times a second, ~11% of a core per SDK instance; 50 phones saturate 2 cores).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "SDK bug (sender.rs start_due busy-loops while due transfers wait for a send slot); un-ignore once fixed"]
 async fn queued_transfers_do_not_spin_the_sender() {
     let dir = tempfile::tempdir().unwrap();
     let config = ServerConfig {
