@@ -27,6 +27,8 @@ class DemoAndroidViewModel(app: Application) : AndroidViewModel(app) {
     }
 
     init {
+        // No callback comes when there is no network at all, so start from the current answer.
+        demo.onNetworkChanged(connectivity.activeNetwork != null)
         connectivity.registerDefaultNetworkCallback(networkCallback)
     }
 
