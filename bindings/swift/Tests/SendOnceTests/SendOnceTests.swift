@@ -250,6 +250,33 @@ final class SendOnceTests: XCTestCase {
         await assertThrows({ if case .InvalidConfig = $0 { return true }; return false }, "timeout") { try SendOnce(config: bad) }
     }
 
+    /// Consumers that stop iterating while the SDK publishes from its own threads must never deadlock
+    /// (regression: yielding under the same lock that `onTermination` takes).
+    func testStreamsCanBeAbandonedWhileChangesFlow() async throws {
+        let (alice, bob) = try await pair()
+        var busy = config(alice, profile: .offline)
+        busy.retry = RetryPolicy(baseMs: 1, capMs: 2, budgetBurst: 100_000, budgetPerSecond: 100_000)
+        let sdk = try SendOnce(config: busy)
+        defer { sdk.close() }
+        let composer = try sdk.composer()
+        defer { composer.close() }
+        let t = try await composer.confirm(to: bob.id, amountMinor: 5, currency: "BDT")
+        for i in 0..<10 {
+            _ = try await sdk.sendTransfer(to: bob.id, amountMinor: Int64(10 + i), currency: "BDT")
+        }
+        // Offline with a 1 ms backoff: hundreds of state changes a second while consumers come and go.
+        for _ in 0..<500 {
+            for await _ in sdk.transferUpdates() { break }
+            for await _ in sdk.updates(of: t.localId) { break }
+            for await _ in composer.states() { break }
+        }
+        try sdk.setNetworkProfile(.off)
+        for transfer in try sdk.transfers() {
+            let done = try await sdk.outcome(of: transfer.localId)
+            XCTAssertEqual(done.state, .succeeded)
+        }
+    }
+
     func testCorruptDatabaseIsTypedErrorNotCrash() async throws {
         let (alice, _) = try await pair()
         let db = server.dbPath("corrupt")

@@ -245,6 +245,28 @@ class SendOnceTest {
     }
 
     @Test
+    fun `flows can be abandoned while changes flow`() = test {
+        val (alice, bob) = pair()
+        val busy = RetryPolicy(baseMs = 1, capMs = 2, budgetBurst = 100_000u, budgetPerSecond = 100_000.0)
+        SendOnce.open(config(alice, profile = NetworkProfile.Offline, retry = busy)).use { sdk ->
+            sdk.composer().use { composer ->
+                val t = composer.confirm(bob.id, 5, "BDT")
+                repeat(10) { sdk.sendTransfer(bob.id, 10L + it, "BDT") }
+                // Offline with a 1 ms backoff: hundreds of state changes a second while collectors come and go.
+                repeat(500) {
+                    sdk.transfers.first()
+                    sdk.transferUpdates(t.localId).first()
+                    composer.state.first()
+                }
+                sdk.setNetworkProfile(NetworkProfile.Off)
+                for (transfer in sdk.transfers.value) {
+                    assertEquals(TransferState.SUCCEEDED, sdk.awaitOutcome(transfer.localId).state)
+                }
+            }
+        }
+    }
+
+    @Test
     fun `a corrupt database file is a typed exception, not a crash`() {
         val (alice, _) = pair()
         val db = File(server.dbPath("corrupt"))
