@@ -15,9 +15,10 @@ struct SendOnceDemoApp: App {
             ContentView(vm: vm)
                 .task {
                     // The SDK wakes every waiting retry at once when the network comes back.
+                    let model = vm
                     monitor.pathUpdateHandler = { path in
                         let available = path.status == .satisfied
-                        Task { @MainActor in vm.onNetworkChanged(available) }
+                        Task { @MainActor in model.onNetworkChanged(available) }
                     }
                     monitor.start(queue: DispatchQueue(label: "io.sendonce.demo.network"))
                 }
