@@ -72,6 +72,25 @@ fn main() {
                 memory::child_sdk(std::path::Path::new(dir), n.parse().unwrap_or(0))
             }
             (Some("server"), Some(db), _) => memory::child_server(db),
+            (Some("workload"), Some(kind), Some(secs)) => {
+                let conc = argv.get(4).and_then(|c| c.parse().ok()).unwrap_or(1);
+                let dir = PathBuf::from(
+                    argv.get(5)
+                        .map(String::as_str)
+                        .unwrap_or("target/bench-tmp"),
+                );
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .expect("runtime")
+                    .block_on(server_overhead::single(
+                        kind,
+                        secs.parse().unwrap_or(2.0),
+                        conc,
+                        &dir,
+                    ));
+            }
             _ => usage(),
         }
         return;
@@ -157,7 +176,7 @@ fn main() {
         });
     }
     if wants("2") {
-        timed(&mut report, "2", &mut |r| ffi::run(r, q));
+        timed(&mut report, "2", &mut |r| ffi::run(r, &args.fast_dir, q));
     }
     let total = started.elapsed().as_secs_f64();
     report.rows.sort_by_key(|r| r.figure);

@@ -165,8 +165,7 @@ fn lat_json(s: &Summary) -> serde_json::Value {
     serde_json::json!({"mean": r3(s.mean), "p50": r3(s.p50), "p90": r3(s.p90), "p99": r3(s.p99), "mad": r3(s.mad), "n": s.n})
 }
 
-/// Runs figure 3 with the database in `dir`.
-pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) {
+async fn setup(dir: &Path) -> (tempfile::TempDir, server_mock::RunningServer, Arc<Ctx>) {
     let tmp = tempfile::tempdir_in(dir).expect("tempdir");
     let db = tmp.path().join("server.db");
     let srv = server::start(db.to_str().expect("utf-8 path"), Duration::ZERO).await;
@@ -192,7 +191,34 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
     for kind in KINDS {
         measure(&ctx, kind, 8, Duration::from_millis(300)).await;
     }
+    (tmp, srv, ctx)
+}
 
+/// For profiling (`sendonce-bench child workload KIND SECS CONC DIR`): one workload alone.
+pub async fn single(kind: &str, secs: f64, conc: usize, dir: &Path) {
+    let kind = match kind {
+        "plain" => Kind::Plain,
+        "first" => Kind::First,
+        "replay" => Kind::Replay,
+        _ => Kind::Dup,
+    };
+    let (_tmp, srv, ctx) = setup(dir).await;
+    let (answers, took) = measure(&ctx, kind, conc, Duration::from_secs_f64(secs)).await;
+    let lat = summarize(&answers.iter().map(|a| a.secs * 1e3).collect::<Vec<_>>());
+    srv.shutdown().await;
+    println!(
+        "{} requests of {} in {took:.2} s: {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms",
+        answers.len(),
+        kind.name(),
+        answers.len() as f64 / took,
+        lat.p50,
+        lat.p99
+    );
+}
+
+/// Runs figure 3 with the database in `dir`.
+pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) {
+    let (_tmp, srv, ctx) = setup(dir).await;
     let loaded = series(&ctx, 16, rounds, dur).await;
     let single = series(&ctx, 1, rounds, dur / 2).await;
     srv.shutdown().await;
