@@ -163,6 +163,16 @@ final class SendOnceTests: XCTestCase {
         let second = try SendOnce(config: config(alice, dbPath: db))
         defer { second.close() }
         XCTAssertEqual(try second.unfinishedTransfers().map(\.localId), [sent.localId])
+        // The confirm screen re-attaches to the transfer: Send stays off, the receipt arrives.
+        let screen = try second.composer(for: sent.localId)
+        defer { screen.close() }
+        XCTAssertFalse(screen.sendEnabled)
+        for await state in screen.states() {
+            if case let .done(receipt) = state {
+                XCTAssertEqual(receipt.localId, sent.localId)
+                break
+            }
+        }
         let done = try await second.outcome(of: sent.localId)
         XCTAssertEqual(done.state, .succeeded)
         XCTAssertEqual(done.idempotencyKey, sent.idempotencyKey)
@@ -170,6 +180,27 @@ final class SendOnceTests: XCTestCase {
         XCTAssertEqual(debits.count, 1)
         let aliceDebits = try await server.ledger().filter { $0.kind == "debit" && $0.userId == alice.id }
         XCTAssertEqual(aliceDebits.count, 1)
+    }
+
+    func testPastGiveUpHorizonNeedsAttentionAndResolveLooksUpByKey() async throws {
+        let (alice, bob) = try await pair()
+        var cfg = config(alice, profile: .offline)
+        cfg.retry?.giveUpAfterMs = 300
+        let sdk = try SendOnce(config: cfg)
+        defer { sdk.close() }
+        let sent = try await sdk.sendTransfer(to: bob.id, amountMinor: 42, currency: "BDT")
+        let parked = try await sdk.outcome(of: sent.localId)
+        XCTAssertEqual(parked.state, .needsAttention)
+        XCTAssertTrue(parked.state.isSettled)
+        XCTAssertFalse(parked.state.isFinal)
+        // Back online: the look-up by key finds that the server never executed it; no new key, no send.
+        try sdk.setNetworkProfile(.off)
+        let resolved = try await sdk.resolve(sent.localId)
+        XCTAssertEqual(resolved.state, .failed)
+        XCTAssertEqual(resolved.rejection?.code, "not_executed")
+        XCTAssertEqual(resolved.idempotencyKey, sent.idempotencyKey)
+        let debits = try await server.debits(sent.idempotencyKey)
+        XCTAssertTrue(debits.isEmpty)
     }
 
     func testThrowingListenerDoesNotCrashTheSdk() async throws {

@@ -159,11 +159,37 @@ class SendOnceTest {
         SendOnce.open(config(alice, dbPath = db)).use { second ->
             val unfinished = second.unfinishedTransfers()
             assertEquals(listOf(sent.localId), unfinished.map { it.localId })
+            // The confirm screen re-attaches to the transfer: Send stays off, the receipt arrives.
+            val screen = second.composer(sent.localId)
+            assertFalse(screen.sendEnabled.value)
+            val receipt = (screen.state.first { it is ComposerState.Done } as ComposerState.Done).receipt
+            assertEquals(sent.localId, receipt.localId)
+            screen.close()
             val done = second.awaitOutcome(sent.localId)
             assertEquals(TransferState.SUCCEEDED, done.state)
             assertEquals(sent.idempotencyKey, done.idempotencyKey)
             assertEquals(1, server.debits(sent.idempotencyKey).size)
             assertEquals(1, server.ledger().count { it.kind == "debit" && it.userId == alice.id })
+        }
+    }
+
+    @Test
+    fun `past the give-up horizon the transfer needs attention and resolve looks it up by key`() = test {
+        val (alice, bob) = pair()
+        val shortHorizon = fastRetry.copy(giveUpAfterMs = 300)
+        SendOnce.open(config(alice, profile = NetworkProfile.Offline, retry = shortHorizon)).use { sdk ->
+            val sent = sdk.sendTransfer(bob.id, 42, "BDT")
+            val parked = sdk.awaitOutcome(sent.localId)
+            assertEquals(TransferState.NEEDS_ATTENTION, parked.state)
+            assertTrue(parked.state.isSettled)
+            assertFalse(parked.state.isFinal)
+            // Back online: the look-up by key finds that the server never executed it; no new key, no send.
+            sdk.setNetworkProfile(NetworkProfile.Off)
+            val resolved = sdk.resolve(sent.localId)
+            assertEquals(TransferState.FAILED, resolved.state)
+            assertEquals("not_executed", resolved.rejection?.code)
+            assertEquals(sent.idempotencyKey, resolved.idempotencyKey)
+            assertTrue(server.debits(sent.idempotencyKey).isEmpty())
         }
     }
 
