@@ -130,7 +130,8 @@ impl NetworkProfile {
                 duplicate_rate: 0.5,
                 ..clean
             },
-            Self::Custom(s) => NetsimSettings { seed, ..s.clone() },
+            // A custom profile keeps its own seed; a non-zero run-time seed varies it reproducibly.
+            Self::Custom(s) => NetsimSettings { seed: s.seed ^ seed, ..s.clone() },
         })
     }
 }
