@@ -24,7 +24,8 @@ let package = Package(
             dependencies: ["sendonce_ffiFFI"],
             path: "Sources/SendOnceFFI",
             linkerSettings: [
-                .unsafeFlags(["-L", libDir, "-Xlinker", "-rpath", "-Xlinker", libDir]),
+                // Host builds only: an iOS build links the XCFramework instead (see bindings/README.md).
+                .unsafeFlags(["-L", libDir, "-Xlinker", "-rpath", "-Xlinker", libDir], .when(platforms: [.linux, .macOS])),
             ]
         ),
         .target(name: "SendOnce", dependencies: ["SendOnceFFI"], path: "Sources/SendOnce"),

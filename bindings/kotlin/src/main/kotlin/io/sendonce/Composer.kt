@@ -21,7 +21,7 @@ class Composer internal constructor(private val core: ComposerCore) : AutoClosea
     /** What the screen shows, updated at every change. */
     val state: StateFlow<ComposerState> = _state.asStateFlow()
 
-    /** Whether the Send button is enabled. */
+    /** Whether the Send button is enabled (same as `state.value.sendEnabled`; never true next to a disabling state). */
     val sendEnabled: StateFlow<Boolean> = _sendEnabled.asStateFlow()
 
     init {
@@ -71,8 +71,15 @@ class Composer internal constructor(private val core: ComposerCore) : AutoClosea
         try {
             synchronized(refreshLock) {
                 val s = core.state()
-                _state.value = s
-                _sendEnabled.value = s.sendEnabled
+                // Order the two writes so that a collector combining both flows never sees Send enabled
+                // next to a state that disables it: switch off before the new state, on after it.
+                if (s.sendEnabled) {
+                    _state.value = s
+                    _sendEnabled.value = true
+                } else {
+                    _sendEnabled.value = false
+                    _state.value = s
+                }
             }
         } catch (_: SendOnceException) {
         } catch (_: IllegalStateException) {
