@@ -45,8 +45,11 @@ pub struct RideArgs {
     #[arg(long, default_value_t = 0.2, value_parser = parse_rate)]
     pub double_tap_rate: f64,
     /// Probability per transfer that the user taps "check status" (`Sdk::resolve`) while it is still unfinished.
-    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    #[arg(long, default_value_t = 0.05, value_parser = parse_rate)]
     pub impatient_rate: f64,
+    /// Probability per transfer that the phone's clock is changed by 1-6 hours, forwards or backwards.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub clock_jump_rate: f64,
     /// Fraction of phones stranded for a day before the network returns (crosses the 24 h give-up horizon).
     #[arg(long, default_value_t = 0.1, value_parser = parse_rate)]
     pub stranded: f64,
@@ -81,6 +84,7 @@ impl RideArgs {
             kill_rate: self.kill_rate,
             double_tap_rate: self.double_tap_rate,
             impatient_rate: self.impatient_rate,
+            clock_jump_rate: self.clock_jump_rate,
             stranded_rate: self.stranded,
             speed: self.speed,
             think_mean_ms: (self.think_secs * 1000) as i64,

@@ -40,6 +40,8 @@ pub struct Plan {
     pub double_tap_rate: f64,
     /// Probability per transfer that the user taps "check status" (`resolve`) while it is still unfinished.
     pub impatient_rate: f64,
+    /// Probability per transfer that the phone's clock is changed by 1-6 h either way.
+    pub clock_jump_rate: f64,
     /// Mean simulated time between two transfers of one user (ms).
     pub think_mean_ms: i64,
     /// Simulated ms per real ms.
@@ -124,6 +126,10 @@ pub struct Device {
     pub resolves: u32,
     /// "Check status" taps on unfinished transfers during the ride.
     pub impatient_checks: u32,
+    /// Send tapped again on a re-attached confirm screen after a restart.
+    pub retaps_after_restart: u32,
+    /// Times the phone's clock was changed during the ride.
+    pub clock_jumps: u32,
 }
 
 impl Device {
@@ -156,6 +162,8 @@ impl Device {
             stranded: false,
             resolves: 0,
             impatient_checks: 0,
+            retaps_after_restart: 0,
+            clock_jumps: 0,
         }
     }
 
@@ -227,10 +235,13 @@ impl Device {
                 note: Some(format!("ride s{} u{} t{t}", plan.seed, self.index)),
             };
             let double = rng.chance(plan.double_tap_rate);
-            let confirmed = self.confirm(request, double).await;
-            if let Some(id) = confirmed.filter(|_| rng.chance(plan.impatient_rate)) {
+            let confirmed = self.confirm(request.clone(), double).await;
+            if let Some(id) = confirmed
+                .as_deref()
+                .filter(|_| rng.chance(plan.impatient_rate))
+            {
                 self.sleep_sim(rng.range(0, 5_000)).await;
-                self.check_status(&id).await;
+                self.check_status(id).await;
             }
             if rng.chance(plan.kill_rate) {
                 // A third of kills hit right after confirm, while the first attempt is on the wire.
@@ -243,9 +254,55 @@ impl Device {
                 self.kill();
                 self.sleep_sim(rng.range(1_000, 30_000)).await;
                 self.open().await?;
+                // Half the time the app comes back on the same confirm screen and the user taps Send again.
+                if let Some(id) = confirmed.as_deref().filter(|_| rng.chance(0.5)) {
+                    self.tap_again_after_restart(id, request).await;
+                }
+            }
+            if rng.chance(plan.clock_jump_rate) {
+                // The user (or the network) changes the phone's time: up to 6 h either way.
+                let hours = rng.range(1, 6);
+                let jump = if rng.chance(0.5) { hours } else { -hours } * 3_600_000;
+                self.clock.jump(jump);
+                tap_at += jump; // the user's pace does not change with the clock
+                self.clock_jumps += 1;
             }
         }
         Ok(())
+    }
+
+    /// After a restart the confirm screen is re-attached to its transfer (`composer_for`) and Send is tapped
+    /// again: it must return the same transfer unless that one already ended in a definitive no.
+    async fn tap_again_after_restart(&mut self, local_id: &str, request: TransferRequest) {
+        let note = request.note.clone().unwrap_or_default();
+        let Some(sdk) = self.sdk.as_ref() else { return };
+        self.retaps_after_restart += 1;
+        let again = match sdk.composer_for(local_id) {
+            Ok(composer) => composer.confirm(request).await,
+            Err(e) => Err(e),
+        };
+        match again {
+            Ok(t) if t.local_id == local_id => {}
+            Ok(t) => {
+                let ended = sdk.transfer(local_id).is_ok_and(|f| {
+                    matches!(f.state, TransferState::Rejected | TransferState::Failed)
+                });
+                if ended {
+                    self.intents.push(Intent {
+                        note,
+                        local_id: t.local_id,
+                    });
+                } else {
+                    self.tap_anomalies.push(format!(
+                        "{note}: Send tapped again after a restart minted {} while {local_id} was unfinished",
+                        t.local_id
+                    ));
+                }
+            }
+            Err(e) => self.tap_anomalies.push(format!(
+                "{note}: Send tapped again after a restart failed: {e}"
+            )),
+        }
     }
 
     /// The user taps "check status" on a transfer that is not final yet (the SDK must not end it early).
@@ -327,15 +384,20 @@ impl Device {
         let sdk = self.sdk()?;
         sdk.set_network_profile(NetworkProfile::Off, 0)?;
         sdk.set_network_available(true)?;
-        let deadline = tokio::time::Instant::now() + limit;
+        let settle_start = tokio::time::Instant::now();
+        let deadline = settle_start + limit;
         let mut resolves = 0;
         for transfer in sdk.transfers()? {
-            let id = transfer.local_id;
+            let id = transfer.local_id.clone();
+            let waited = tokio::time::Instant::now();
             let mut outcome =
                 match tokio::time::timeout_at(deadline, sdk.wait_for_outcome(&id)).await {
                     Ok(t) => t?,
                     Err(_) => continue, // the checker reports it as not final
                 };
+            if waited.elapsed() > Duration::from_secs(1) {
+                tracing::warn!(phone = self.index, now = self.clock.now_ms(), before = ?transfer, after = ?outcome, "slow to settle");
+            }
             // NeedsAttention: the app resolves it by status look-up (never a new key).
             while outcome.state == TransferState::NeedsAttention
                 && tokio::time::Instant::now() < deadline
@@ -351,6 +413,12 @@ impl Device {
             }
         }
         self.resolves += resolves;
+        tracing::info!(
+            phone = self.index,
+            real_ms = settle_start.elapsed().as_millis() as u64,
+            clock_jumps = self.clock_jumps,
+            "phone settled"
+        );
         Ok(())
     }
 

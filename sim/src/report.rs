@@ -81,16 +81,22 @@ pub struct Report {
     pub resolves: u64,
     /// "Check status" taps (`resolve`) on unfinished transfers during the ride.
     pub impatient_checks: u64,
+    /// Send tapped again on a re-attached confirm screen after a restart.
+    pub retaps_after_restart: u64,
+    /// Phone clock changes during the ride.
+    pub clock_jumps: u64,
     /// Server keys still in progress after settle.
     pub keys_in_progress: i64,
-    /// Confirm to success, median (stranded phones excluded).
+    /// Confirm to success, median (phones whose clock jumped excluded).
     pub time_to_confirm_p50_ms: i64,
-    /// Confirm to success, 99th percentile (stranded phones excluded).
+    /// Confirm to success, 99th percentile (phones whose clock jumped excluded).
     pub time_to_confirm_p99_ms: i64,
     /// Simulated length of the ride phase.
     pub simulated_ride_ms: i64,
     /// Real time of the whole run.
     pub real_ms: u64,
+    /// Real time the phones took to settle once the network was back.
+    pub settle_real_ms: u64,
     /// Every invariant held.
     pub invariants_ok: bool,
     /// One verdict per invariant.
@@ -144,9 +150,10 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "  ride {} simulated, whole run {} real\n",
+            "  ride {} simulated, whole run {} real (phones settled in {} once the network was back)\n",
             duration(self.simulated_ride_ms),
-            duration(self.real_ms as i64)
+            duration(self.real_ms as i64),
+            duration(self.settle_real_ms as i64)
         );
         let _ = writeln!(
             o,
@@ -184,13 +191,16 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "kills            {} (SDK closed mid-flight, reopened on the same file); {} \"check status\" taps while unfinished",
+            "kills            {} (SDK closed mid-flight, reopened on the same file; Send tapped again after {} of them)\n\
+             user actions     {} \"check status\" taps while unfinished, {} phone clock changes",
             self.kills,
-            self.impatient_checks
+            self.retaps_after_restart,
+            self.impatient_checks,
+            self.clock_jumps
         );
         let _ = writeln!(
             o,
-            "time to confirm  p50 {}, p99 {} (simulated, stranded phones excluded)\n",
+            "time to confirm  p50 {}, p99 {} (simulated; phones whose clock jumped excluded)\n",
             duration(self.time_to_confirm_p50_ms),
             duration(self.time_to_confirm_p99_ms)
         );

@@ -32,6 +32,8 @@ pub struct RideConfig {
     pub double_tap_rate: f64,
     /// Probability per transfer of a "check status" tap (`resolve`) while it is unfinished.
     pub impatient_rate: f64,
+    /// Probability per transfer that the phone's clock is changed by 1-6 h either way.
+    pub clock_jump_rate: f64,
     /// Fraction of phones stranded for a day (their clock jumps past the give-up horizon).
     pub stranded_rate: f64,
     /// Simulated ms per real ms.
@@ -56,7 +58,8 @@ impl Default for RideConfig {
             seed: 1,
             kill_rate: 0.05,
             double_tap_rate: 0.2,
-            impatient_rate: 0.0,
+            impatient_rate: 0.05,
+            clock_jump_rate: 0.0,
             stranded_rate: 0.1,
             speed: 200.0,
             think_mean_ms: 45_000,
@@ -127,6 +130,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         kill_rate: cfg.kill_rate,
         double_tap_rate: cfg.double_tap_rate,
         impatient_rate: cfg.impatient_rate,
+        clock_jump_rate: cfg.clock_jump_rate,
         think_mean_ms: cfg.think_mean_ms,
         speed: cfg.speed,
         new_key_per_retry: cfg.new_key_per_retry,
@@ -162,6 +166,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     let ride_sim_ms = ride_clock.now_ms() - start_ms;
 
     // The network comes back (and the server heals); every phone settles.
+    let settle_start = Instant::now();
     api.clear_faults().await?;
     let mut tasks = Vec::new();
     for (mut device, stranded) in devices.into_iter().zip(stranded) {
@@ -175,6 +180,8 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     for task in tasks {
         devices.push(task.await??);
     }
+    let settle_real = settle_start.elapsed();
+    tracing::info!("phones settled; draining the server's outbox");
     let mut settled = api.settle().await?;
     for _ in 0..5 {
         if settled.outbox_pending == 0 {
@@ -183,6 +190,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         settled = api.settle().await?;
     }
 
+    tracing::info!(?settled, "server settled");
     let mut phones = Vec::new();
     let mut attention = 0usize;
     for device in &mut devices {
@@ -203,12 +211,15 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         balance_before,
         balance_after: total_balance(&api, &accounts).await?,
     };
+    tracing::info!("ledger read; stopping the server");
     server.shutdown().await;
+    tracing::info!("server stopped");
 
     let wire = std::mem::take(&mut *wire.lock().unwrap_or_else(|p| p.into_inner()));
     let verdicts = check(&phones, &server_view, &wire);
     Ok(build_report(
         cfg,
+        settle_real,
         &devices,
         &phones,
         &wire,
@@ -231,6 +242,7 @@ async fn total_balance(api: &TestApi, accounts: &[Account]) -> Result<i64> {
 #[allow(clippy::too_many_arguments)]
 fn build_report(
     cfg: &RideConfig,
+    settle_real: Duration,
     devices: &[Device],
     phones: &[PhoneView],
     wire: &WireLog,
@@ -242,7 +254,11 @@ fn build_report(
 ) -> Report {
     let all = || phones.iter().flat_map(|p| &p.transfers);
     let count = |s: TransferState| all().filter(|t| t.state == s).count();
-    let stranded: HashMap<usize, bool> = devices.iter().map(|d| (d.index, d.stranded)).collect();
+    // Phones whose clock jumped (stranded for a day, or changed by the user) would skew the percentiles.
+    let stranded: HashMap<usize, bool> = devices
+        .iter()
+        .map(|d| (d.index, d.stranded || d.clock_jumps > 0))
+        .collect();
     let mut ttc: Vec<i64> = phones
         .iter()
         .filter(|p| !stranded.get(&p.index).copied().unwrap_or(false))
@@ -289,11 +305,14 @@ fn build_report(
         stranded_users: devices.iter().filter(|d| d.stranded).count(),
         resolves: devices.iter().map(|d| d.resolves as u64).sum(),
         impatient_checks: devices.iter().map(|d| d.impatient_checks as u64).sum(),
+        retaps_after_restart: devices.iter().map(|d| d.retaps_after_restart as u64).sum(),
+        clock_jumps: devices.iter().map(|d| d.clock_jumps as u64).sum(),
         keys_in_progress,
         time_to_confirm_p50_ms: percentile(&ttc, 50.0),
         time_to_confirm_p99_ms: percentile(&ttc, 99.0),
         simulated_ride_ms: ride_sim_ms,
         real_ms: real.as_millis() as u64,
+        settle_real_ms: settle_real.as_millis() as u64,
         invariants_ok: verdicts.ok(),
         invariants: verdicts.verdicts,
     }

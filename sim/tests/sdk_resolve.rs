@@ -2,8 +2,8 @@
 //! NeedsAttention runs a status look-up next to the sender's own attempt, and its answer overwrites
 //! whatever the sender recorded (the store's `record` has no guard on the current state).
 //!
-//! Ignored until the SDK refuses (or safely ignores) a look-up on a transfer the sender still owns,
-//! and never lets a final state change. Each test is deterministic and takes about two seconds.
+//! Regression tests (fixed in the SDK: guarded `record`, `resolve` only on transfers it owns). Each is
+//! deterministic and takes about two seconds.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
