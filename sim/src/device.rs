@@ -120,8 +120,10 @@ pub struct Device {
     pub tap_anomalies: Vec<String>,
     /// Confirms that returned an error.
     pub confirm_errors: Vec<String>,
-    /// Its clock jumped past the give-up horizon before the network came back.
+    /// Loses the signal for the rest of the ride, then its clock jumps past the give-up horizon before the
+    /// network comes back.
     pub stranded: bool,
+    signal_lost: bool,
     /// Status look-ups the app asked for (`resolve`) to settle NeedsAttention.
     pub resolves: u32,
     /// "Check status" taps on unfinished transfers during the ride.
@@ -160,6 +162,7 @@ impl Device {
             tap_anomalies: Vec::new(),
             confirm_errors: Vec::new(),
             stranded: false,
+            signal_lost: false,
             resolves: 0,
             impatient_checks: 0,
             retaps_after_restart: 0,
@@ -183,10 +186,12 @@ impl Device {
         let sdk =
             tokio::task::spawn_blocking(move || Sdk::open_with_transport(config, tap)).await??;
         sdk.add_listener(self.log.clone());
-        sdk.set_network_profile(
-            self.plan.profile.clone(),
-            self.plan.seed ^ self.index as u64,
-        )?;
+        let profile = if self.signal_lost {
+            NetworkProfile::Offline
+        } else {
+            self.plan.profile.clone()
+        };
+        sdk.set_network_profile(profile, self.plan.seed ^ self.index as u64)?;
         self.sdk = Some(sdk);
         Ok(())
     }
@@ -221,7 +226,18 @@ impl Device {
         let mut rng = Rng::new(plan.seed, self.index as u64 + 1);
         // Taps follow the phone's clock (not the time each confirm took), so a ride's simulated length is its plan.
         let mut tap_at = self.now_ms();
+        // A stranded phone loses the signal for good somewhere in the second half of its ride.
+        let strand_at = if self.stranded {
+            rng.range(plan.transfers as i64 / 2, plan.transfers as i64 - 1)
+        } else {
+            -1
+        };
         for t in 0..plan.transfers {
+            if t as i64 == strand_at {
+                self.signal_lost = true;
+                self.sdk()?
+                    .set_network_profile(NetworkProfile::Offline, 0)?;
+            }
             tap_at += rng.range(0, 2 * plan.think_mean_ms);
             self.sleep_sim(tap_at - self.now_ms()).await;
             let mut to = plan.recipients[rng.below(plan.recipients.len())].clone();
@@ -371,12 +387,11 @@ impl Device {
     }
 
     /// The network comes back (after a day for a stranded phone) and every transfer is brought to an end.
-    pub async fn settle(&mut self, stranded: bool, limit: Duration) -> Result<()> {
+    pub async fn settle(&mut self, limit: Duration) -> Result<()> {
         if self.sdk.is_none() {
             self.open().await?;
         }
-        self.stranded = stranded;
-        if stranded {
+        if self.stranded {
             self.clock.jump(STRANDED_JUMP_MS);
         }
         let stats = self.sdk()?.network_stats();

@@ -153,6 +153,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
             plan.clone(),
             wire.clone(),
         );
+        device.stranded = stranded[i];
         tasks.push(tokio::spawn(async move {
             device.open().await?;
             device.ride().await?;
@@ -169,10 +170,10 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     let settle_start = Instant::now();
     api.clear_faults().await?;
     let mut tasks = Vec::new();
-    for (mut device, stranded) in devices.into_iter().zip(stranded) {
+    for mut device in devices {
         let limit = cfg.settle_limit;
         tasks.push(tokio::spawn(async move {
-            device.settle(stranded, limit).await?;
+            device.settle(limit).await?;
             anyhow::Ok(device)
         }));
     }
