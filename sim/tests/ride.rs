@@ -40,13 +40,19 @@ fn a_small_train_ride_holds_every_invariant() {
     assert_eq!(r["invariants_ok"], true);
     assert_eq!(r["double_debits"], 0);
     assert_eq!(r["lost"], 0);
-    assert_eq!(r["transfers"], 30);
+    // 5 users x 6 transfers; a tap after a definitive no is a new intent, so there can be a few more.
+    let transfers = r["transfers"].as_u64().unwrap();
+    assert!(transfers >= 30, "{r:#}");
     assert_eq!(
-        r["succeeded"].as_u64().unwrap()
-            + r["rejected"].as_u64().unwrap()
-            + r["failed"].as_u64().unwrap(),
-        30
+        r["confirmed"].as_u64().unwrap(),
+        transfers,
+        "every transfer on a phone was confirmed on screen"
     );
+    let ended: u64 = ["succeeded", "rejected", "failed"]
+        .iter()
+        .map(|f| r[f].as_u64().unwrap())
+        .sum();
+    assert_eq!(ended, transfers, "every transfer final: {r:#}");
     for field in ["needs_attention", "attempts", "lost_responses", "kills"] {
         assert!(r[field].is_u64(), "{field} missing: {r:#}");
     }
