@@ -90,8 +90,15 @@ fn prepare(target: &Path) -> Result<PathBuf, String> {
         run_cmd(Command::new("cargo").args(["build", "-q", "-p", "sendonce-uniffi-bindgen"]))?;
     }
     let gen = target.join("bench-ffi/gen");
-    let _ = std::fs::remove_dir_all(&gen);
     let lib = target.join("release/libsendonce_ffi.so");
+    // Same library as last time: keep the sources (and so the Kotlin and Swift builds) as they are.
+    let stamp = std::fs::metadata(&lib)
+        .map(|m| format!("{} {:?}", m.len(), m.modified().ok()))
+        .map_err(|e| format!("{}: {e}", lib.display()))?;
+    if std::fs::read_to_string(gen.join("stamp")).ok().as_deref() == Some(stamp.as_str()) {
+        return Ok(gen);
+    }
+    let _ = std::fs::remove_dir_all(&gen);
     for lang in ["kotlin", "swift"] {
         run_cmd(
             Command::new(&bindgen)
@@ -101,7 +108,16 @@ fn prepare(target: &Path) -> Result<PathBuf, String> {
                 .arg(gen.join(lang)),
         )?;
     }
+    std::fs::write(gen.join("stamp"), stamp).map_err(|e| e.to_string())?;
     Ok(gen)
+}
+
+/// Writes `text` to `to` unless it already holds exactly that (keeps mtimes for incremental builds).
+fn write_if_changed(to: &Path, text: &[u8]) -> Result<(), String> {
+    if std::fs::read(to).ok().as_deref() == Some(text) {
+        return Ok(());
+    }
+    std::fs::write(to, text).map_err(|e| format!("{}: {e}", to.display()))
 }
 
 fn read_calls(path: &Path, calls: &mut Calls) -> Result<String, String> {
@@ -153,14 +169,12 @@ fn swift(
     }
     let pkg = target.join("bench-ffi/swift");
     let src = pkg.join("Sources");
-    let _ = std::fs::remove_dir_all(&src);
     for d in ["sendonce_ffiFFI", "SendOnceFFI", "FfiBench"] {
         std::fs::create_dir_all(src.join(d)).map_err(|e| e.to_string())?;
     }
     let copy = |from: PathBuf, to: PathBuf| {
-        std::fs::copy(&from, &to)
-            .map(|_| ())
-            .map_err(|e| format!("{}: {e}", from.display()))
+        let text = std::fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))?;
+        write_if_changed(&to, &text)
     };
     copy(
         "bench/ffi/swift/Package.swift".into(),
@@ -193,8 +207,10 @@ fn swift(
         })
         .collect::<Vec<_>>()
         .join("\n");
-    std::fs::write(src.join("sendonce_ffiFFI/module.modulemap"), map + "\n")
-        .map_err(|e| e.to_string())?;
+    write_if_changed(
+        &src.join("sendonce_ffiFFI/module.modulemap"),
+        (map + "\n").as_bytes(),
+    )?;
     let lib_dir = target.join("release");
     let chroot = |args: &[&str]| {
         let mut c = Command::new("scripts/in-swift-chroot");

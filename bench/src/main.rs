@@ -72,6 +72,18 @@ fn main() {
                 memory::child_sdk(std::path::Path::new(dir), n.parse().unwrap_or(0))
             }
             (Some("server"), Some(db), _) => memory::child_server(db),
+            (Some("tap"), Some(side), Some(n)) => {
+                let dir = PathBuf::from(
+                    argv.get(4)
+                        .map(String::as_str)
+                        .unwrap_or("target/bench-tmp"),
+                );
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime")
+                    .block_on(tap_to_durable::single(side, n.parse().unwrap_or(100), &dir));
+            }
             (Some("workload"), Some(kind), Some(secs)) => {
                 let conc = argv.get(4).and_then(|c| c.parse().ok()).unwrap_or(1);
                 let dir = PathBuf::from(
@@ -121,8 +133,9 @@ fn main() {
             rt.block_on(tap_to_durable::run(
                 r,
                 &args.dir,
-                if q { 4 } else { 12 },
-                if q { 10 } else { 40 },
+                &args.fast_dir,
+                if q { 4 } else { 24 },
+                if q { 10 } else { 80 },
             ))
         });
     }

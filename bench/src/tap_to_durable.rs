@@ -8,7 +8,7 @@ use rusqlite::{params, Connection};
 use sendonce::{Sdk, SdkConfig, TransferRequest};
 
 use crate::report::{r3, Report, Row};
-use crate::stats::{fmt, spread, summarize};
+use crate::stats::{fmt, spread, summarize, Summary};
 
 /// The SDK's `transfers` table, as in `sdk/src/store.rs` (copied so the baseline writes the same row).
 const TRANSFERS_DDL: &str = "
@@ -75,8 +75,43 @@ impl Raw {
     }
 }
 
+/// For profiling (`sendonce-bench child tap sdk|raw N DIR`): N confirmations of one side only.
+pub async fn single(side: &str, n: usize, dir: &Path) {
+    let tmp = tempfile::tempdir_in(dir).expect("tempdir");
+    let start = Instant::now();
+    if side == "raw" {
+        let mut raw = Raw::open(&tmp.path().join("raw.db"));
+        for _ in 0..n {
+            raw.insert();
+        }
+    } else {
+        let config = SdkConfig::builder("http://127.0.0.1:9", tmp.path().join("sdk.db"))
+            .build()
+            .expect("config");
+        let sdk = Sdk::open(config).expect("sdk opens");
+        sdk.set_network_available(false).expect("offline");
+        for _ in 0..n {
+            sdk.send_transfer(request()).await.expect("send_transfer");
+        }
+        sdk.close();
+    }
+    println!(
+        "{n} {side} confirmations in {:.3} s",
+        start.elapsed().as_secs_f64()
+    );
+}
+
 /// Runs figure 1 in `dir` (which decides the file system).
-pub async fn run(report: &mut Report, dir: &Path, rounds: usize, per_round: usize) {
+/// Samples (ms) of both sides, and per-round ratios of their p50 and p99.
+struct Pairs {
+    sdk: Summary,
+    raw: Summary,
+    ratio50: Summary,
+    ratio99: Summary,
+}
+
+/// `rounds` × `per_round` ABAB pairs with both files in `dir`.
+async fn pairs(dir: &Path, rounds: usize, per_round: usize) -> Pairs {
     let tmp = tempfile::tempdir_in(dir).expect("tempdir");
     let config = SdkConfig::builder("http://127.0.0.1:9", tmp.path().join("sdk.db"))
         .access_token("unused")
@@ -90,7 +125,7 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, per_round: usiz
     let sdk_once = || async {
         let start = Instant::now();
         sdk.send_transfer(request()).await.expect("send_transfer");
-        start.elapsed().as_secs_f64()
+        start.elapsed().as_secs_f64() * 1e3
     };
     for _ in 0..10 {
         sdk_once().await;
@@ -104,9 +139,9 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, per_round: usiz
             // ABAB, and which side goes first alternates.
             if (i + round) % 2 == 0 {
                 ra.push(sdk_once().await);
-                rb.push(raw.insert());
+                rb.push(raw.insert() * 1e3);
             } else {
-                rb.push(raw.insert());
+                rb.push(raw.insert() * 1e3);
                 ra.push(sdk_once().await);
             }
         }
@@ -117,10 +152,27 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, per_round: usiz
         b.extend(rb);
     }
     sdk.close();
-    let ms = |v: &[f64]| v.iter().map(|x| x * 1e3).collect::<Vec<_>>();
-    let (sa, sb) = (summarize(&ms(&a)), summarize(&ms(&b)));
+    Pairs {
+        sdk: summarize(&a),
+        raw: summarize(&b),
+        ratio50: summarize(&ratio50),
+        ratio99: summarize(&ratio99),
+    }
+}
+
+/// Runs figure 1 in `dir` (which decides the file system), and again on `fast_dir` (tmpfs: no
+/// fsync cost, so what is left is the CPU work of each side).
+pub async fn run(
+    report: &mut Report,
+    dir: &Path,
+    fast_dir: &Path,
+    rounds: usize,
+    per_round: usize,
+) {
+    let disk = pairs(dir, rounds, per_round).await;
+    let mem = pairs(fast_dir, rounds.div_ceil(2), per_round).await;
+    let (sa, sb, rr50, rr99) = (disk.sdk, disk.raw, disk.ratio50, disk.ratio99);
     let (r50, r99) = (sa.p50 / sb.p50, sa.p99 / sb.p99);
-    let (rr50, rr99) = (summarize(&ratio50), summarize(&ratio99));
 
     report.rows.push(
         Row::new("1", "tap-to-durable p50 (ms)")
@@ -140,6 +192,19 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, per_round: usiz
             .ratio(format!("{} · per round {}", fmt(r99), spread(&rr99)))
             .target("≤ 1.25", r99 <= 1.25),
     );
+    report.rows.push(
+        Row::new(
+            "1",
+            format!("same on {} (no fsync): p50/p99 ms", fast_dir.display()),
+        )
+        .subject(format!("{}/{}", fmt(mem.sdk.p50), fmt(mem.sdk.p99)))
+        .baseline(format!("{}/{}", fmt(mem.raw.p50), fmt(mem.raw.p99)))
+        .ratio(format!(
+            "{} · +{} µs CPU per confirmation",
+            fmt(mem.sdk.p50 / mem.raw.p50),
+            fmt((mem.sdk.p50 - mem.raw.p50) * 1e3)
+        )),
+    );
     report.key("tap_to_durable_ratio_p50", r3(r50));
     report.key("tap_to_durable_ratio_p99", r3(r99));
     report.key(
@@ -151,6 +216,7 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, per_round: usiz
             "per_round_ratio_p50": {"p10": r3(rr50.p10), "p50": r3(rr50.p50), "p90": r3(rr50.p90)},
             "per_round_ratio_p99": {"p10": r3(rr99.p10), "p50": r3(rr99.p50), "p90": r3(rr99.p90)},
             "dir": dir.display().to_string(),
+            "tmpfs": {"sdk_ms_p50": r3(mem.sdk.p50), "sdk_ms_p99": r3(mem.sdk.p99), "raw_ms_p50": r3(mem.raw.p50), "raw_ms_p99": r3(mem.raw.p99), "dir": fast_dir.display().to_string()},
         }),
     );
     report.note(

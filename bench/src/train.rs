@@ -91,6 +91,8 @@ pub async fn run(report: &mut Report, dir: &Path, transfers: usize, speed: f64) 
     let on_wire = st.requests - st.offline;
     let per = on_wire as f64 / succeeded.max(1) as f64;
     let ratio = per / minimum;
+    // Requests until the first answer are geometric(p): standard error of the mean over n transfers.
+    let se = (1.0 - p).sqrt() / p / (succeeded.max(1) as f64).sqrt();
     report.rows.push(
         Row::new("5", "train: requests on the wire per successful transfer")
             .subject(format!(
@@ -98,8 +100,9 @@ pub async fn run(report: &mut Report, dir: &Path, transfers: usize, speed: f64) 
                 fmt(per)
             ))
             .baseline(format!(
-                "theoretical minimum 1/p = {} (p = {} answered)",
+                "theoretical minimum 1/p = {} ± {} s.e. (p = {} answered)",
                 fmt(minimum),
+                fmt(se),
                 fmt(p)
             ))
             .ratio(fmt(ratio)),
@@ -121,7 +124,7 @@ pub async fn run(report: &mut Report, dir: &Path, transfers: usize, speed: f64) 
                 "requests": st.requests, "offline": st.offline, "dropped_requests": st.dropped_requests,
                 "dropped_responses": st.dropped_responses, "duplicated": st.duplicated, "timeouts": st.timeouts},
             "answer_probability": r3(p), "minimum_requests_per_transfer": r3(minimum),
-            "ratio_to_minimum": r3(ratio), "sim_speed": speed, "real_seconds": r3(real_s),
+            "ratio_to_minimum": r3(ratio), "standard_error": r3(se), "sim_speed": speed, "real_seconds": r3(real_s),
             "server_stats": server_stats,
         }),
     );
