@@ -6,16 +6,7 @@ use serde_json::Value;
 
 fn ride(args: &[&str]) -> (i32, Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_sendonce-sim"))
-        .args([
-            "ride",
-            "--json",
-            "--profile",
-            "train",
-            "--users",
-            "5",
-            "--transfers",
-            "6",
-        ])
+        .args(["ride", "--json", "--profile", "train"])
         .args(args)
         .output()
         .expect("sendonce-sim runs");
@@ -29,6 +20,10 @@ fn ride(args: &[&str]) -> (i32, Value, String) {
 #[test]
 fn a_small_train_ride_holds_every_invariant() {
     let (code, r, stderr) = ride(&[
+        "--users",
+        "5",
+        "--transfers",
+        "6",
         "--seed",
         "7",
         "--kill-rate",
@@ -60,7 +55,17 @@ fn a_small_train_ride_holds_every_invariant() {
 
 #[test]
 fn a_key_per_retry_is_caught_as_double_debit() {
-    let (code, r, stderr) = ride(&["--seed", "7", "--new-key-per-retry"]);
+    // Larger than the passing ride: each lost response (~30% on the train) is a chance of a second debit,
+    // and 60 transfers make a ride without one vanishingly rare.
+    let (code, r, stderr) = ride(&[
+        "--seed",
+        "7",
+        "--users",
+        "6",
+        "--transfers",
+        "10",
+        "--new-key-per-retry",
+    ]);
     assert_eq!(code, 1, "the broken SDK must fail the ride: {r:#}");
     assert_eq!(r["invariants_ok"], false);
     assert!(
