@@ -221,10 +221,18 @@ pub fn check(phones: &[PhoneView], server: &ServerView, wire: &WireLog) -> Check
                     double.add(
                         extra as u64,
                         format!(
-                            "{}: confirmed once, debited {} times (keys {})",
+                            "{}: confirmed once, debited {} times: {} (sent under {} keys)",
                             label(phone, t),
                             mine.len(),
-                            keys.iter().cloned().collect::<Vec<_>>().join(", ")
+                            mine.iter()
+                                .map(|d| format!(
+                                    "{} under key {}",
+                                    d.transfer_id.as_deref().unwrap_or("?"),
+                                    d.idempotency_key.as_deref().unwrap_or("?")
+                                ))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            keys.len()
                         ),
                     );
                 }
@@ -352,24 +360,27 @@ fn check_view(
     let name = label(phone, t);
     match t.state {
         TransferState::Succeeded => {
-            let Some(debit) = mine.first() else {
+            if mine.is_empty() {
                 return out.add(
                     1,
                     format!(
                         "{name}: Succeeded on the phone but the server has no debit under its key"
                     ),
                 );
+            }
+            // Extra debits are the double-debit verdict's; here the phone's receipt must match one of them.
+            let shown = t.server_transfer_id.as_deref();
+            let Some(debit) = mine.iter().find(|d| d.transfer_id.as_deref() == shown) else {
+                let ids: Vec<&str> = mine
+                    .iter()
+                    .filter_map(|d| d.transfer_id.as_deref())
+                    .collect();
+                return out.add(
+                    1,
+                    format!("{name}: phone shows server transfer {shown:?}, the ledger debit is {ids:?}"),
+                );
             };
             let server_id = debit.transfer_id.as_deref();
-            if t.server_transfer_id.as_deref() != server_id {
-                out.add(
-                    1,
-                    format!(
-                        "{name}: phone shows server transfer {:?}, the ledger debit is {:?}",
-                        t.server_transfer_id, server_id
-                    ),
-                );
-            }
             if debit.amount_minor != t.amount_minor || debit.user_id != phone.user_id {
                 out.add(
                     1,
