@@ -100,7 +100,9 @@ impl RetryBudget {
     pub fn take(&mut self, now_ms: i64) -> Result<(), i64> {
         let elapsed = (now_ms - self.last_ms).max(0) as f64;
         self.tokens = (self.tokens + elapsed * self.per_ms).min(self.burst);
-        self.last_ms = now_ms.max(self.last_ms);
+        // Re-base on every call: after the clock is set back, refilling resumes from the new time
+        // instead of waiting for the clock to catch up with the old one.
+        self.last_ms = now_ms;
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
             Ok(())
