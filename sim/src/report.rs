@@ -97,6 +97,9 @@ pub struct Report {
     pub real_ms: u64,
     /// Real time the phones took to settle once the network was back.
     pub settle_real_ms: u64,
+    /// How late a 10 ms timer fired during the ride (99th percentile, real ms): times `speed`, the
+    /// simulated time a busy machine adds to every wait.
+    pub timer_lag_p99_real_ms: i64,
     /// Every invariant held.
     pub invariants_ok: bool,
     /// One verdict per invariant.
@@ -204,6 +207,17 @@ impl Report {
             duration(self.time_to_confirm_p50_ms),
             duration(self.time_to_confirm_p99_ms)
         );
+        let lag_sim_ms = (self.timer_lag_p99_real_ms as f64 * self.speed) as i64;
+        if lag_sim_ms > 5_000 {
+            let _ = writeln!(
+                o,
+                "note             the machine was busy: timers fired up to {} ms late (= {} simulated at {}x), so\n\
+                 \x20                times above are inflated; the invariants still hold or fail as shown (try --speed 50)\n",
+                self.timer_lag_p99_real_ms,
+                duration(lag_sim_ms),
+                self.speed
+            );
+        }
         let _ = writeln!(o, "invariants");
         for v in &self.invariants {
             let _ = writeln!(

@@ -141,6 +141,22 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     let start_ms = SystemClock.now_ms();
     let ride_clock = SimClock::new(start_ms, cfg.speed);
 
+    // How late timers fire while the ride runs: at N x speed, every ms late is N ms of simulated time.
+    let probing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let lag_probe = tokio::spawn({
+        let probing = probing.clone();
+        async move {
+            let mut lags = Vec::new();
+            while probing.load(std::sync::atomic::Ordering::Relaxed) {
+                let asked = Duration::from_millis(10);
+                let at = Instant::now();
+                tokio::time::sleep(asked).await;
+                lags.push(at.elapsed().saturating_sub(asked).as_millis() as i64);
+            }
+            lags
+        }
+    });
+
     // The ride: every phone at once.
     let mut tasks = Vec::new();
     for (i, account) in accounts.iter().take(cfg.users).enumerate() {
@@ -165,6 +181,10 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         devices.push(task.await??);
     }
     let ride_sim_ms = ride_clock.now_ms() - start_ms;
+    probing.store(false, std::sync::atomic::Ordering::Relaxed);
+    let mut lags = lag_probe.await.unwrap_or_default();
+    lags.sort_unstable();
+    let lag_p99_real_ms = percentile(&lags, 99.0);
 
     // The network comes back (and the server heals); every phone settles.
     let settle_start = Instant::now();
@@ -221,6 +241,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     Ok(build_report(
         cfg,
         settle_real,
+        lag_p99_real_ms,
         &devices,
         &phones,
         &wire,
@@ -244,6 +265,7 @@ async fn total_balance(api: &TestApi, accounts: &[Account]) -> Result<i64> {
 fn build_report(
     cfg: &RideConfig,
     settle_real: Duration,
+    lag_p99_real_ms: i64,
     devices: &[Device],
     phones: &[PhoneView],
     wire: &WireLog,
@@ -314,6 +336,7 @@ fn build_report(
         simulated_ride_ms: ride_sim_ms,
         real_ms: real.as_millis() as u64,
         settle_real_ms: settle_real.as_millis() as u64,
+        timer_lag_p99_real_ms: lag_p99_real_ms,
         invariants_ok: verdicts.ok(),
         invariants: verdicts.verdicts,
     }

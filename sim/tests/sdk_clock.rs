@@ -3,7 +3,7 @@
 //! budget (token bucket) refills only once the clock catches up with the last time it saw, so an exhausted
 //! bucket parks every retry ("retry budget exhausted" every ~500 ms) for as long as the clock went back.
 //!
-//! Ignored until `RetryBudget::take` re-bases on a clock that went backwards.
+//! Regression test (fixed in the SDK: `RetryBudget::take` re-bases on a clock that went backwards).
 
 use sendonce::schedule::RetryBudget;
 use sendonce::RetryPolicy;
