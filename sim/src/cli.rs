@@ -48,7 +48,7 @@ pub struct RideArgs {
     #[arg(long, default_value_t = 0.05, value_parser = parse_rate)]
     pub impatient_rate: f64,
     /// Probability per transfer that the phone's clock is changed by 1-6 hours, forwards or backwards.
-    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    #[arg(long, default_value_t = 0.02, value_parser = parse_rate)]
     pub clock_jump_rate: f64,
     /// Fraction of phones stranded for a day before the network returns (crosses the 24 h give-up horizon).
     #[arg(long, default_value_t = 0.1, value_parser = parse_rate)]

@@ -59,7 +59,7 @@ impl Default for RideConfig {
             kill_rate: 0.05,
             double_tap_rate: 0.2,
             impatient_rate: 0.05,
-            clock_jump_rate: 0.0,
+            clock_jump_rate: 0.02,
             stranded_rate: 0.1,
             speed: 200.0,
             think_mean_ms: 45_000,
