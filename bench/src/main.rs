@@ -17,6 +17,7 @@ mod server_overhead;
 mod stats;
 mod tap_to_durable;
 mod train;
+mod write_path;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -147,7 +148,8 @@ fn main() {
                 &args.dir,
                 if q { 2 } else { 4 },
                 dur,
-            ))
+            ));
+            write_path::run(r, &args.dir, &args.fast_dir, if q { 40 } else { 300 });
         });
     }
     if wants("4") {

@@ -162,6 +162,19 @@ pub fn write(
         md.push_str(&format!("| {k} | {v} |\n"));
     }
     md.push_str("\n## Results\n\n");
+    let verdicts = |met: bool| {
+        report
+            .rows
+            .iter()
+            .filter(|r| r.met == Some(met))
+            .map(|r| format!("{} {} ({})", r.figure, r.metric, r.target))
+            .collect::<Vec<_>>()
+    };
+    md.push_str(&format!(
+        "Targets met: {}.\n\nTargets missed: {}.\n\n",
+        verdicts(true).join("; "),
+        verdicts(false).join("; ")
+    ));
     md.push_str(&table(&report.rows));
     md.push_str("\nTime per figure: ");
     md.push_str(

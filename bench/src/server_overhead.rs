@@ -256,7 +256,7 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
         Row::new(
             "3",
             format!(
-                "{} vs {}, 16 in flight: req/s; p50/p99 ms",
+                "{} vs {}, 16 in flight, gateway_delay 0: req/s; p50/p99 ms",
                 kind.name(),
                 vs.name()
             ),
