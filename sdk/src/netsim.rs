@@ -131,7 +131,10 @@ impl NetworkProfile {
                 ..clean
             },
             // A custom profile keeps its own seed; a non-zero run-time seed varies it reproducibly.
-            Self::Custom(s) => NetsimSettings { seed: s.seed ^ seed, ..s.clone() },
+            Self::Custom(s) => NetsimSettings {
+                seed: s.seed ^ seed,
+                ..s.clone()
+            },
         })
     }
 }

@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{config, open, outcome, request, Server};
+use common::{config, open, outcome, parties, request, Parties};
 use sendonce::{
     ComposerState, NetsimSettings, NetworkProfile, Sdk, SdkError, SimClock, TransferState,
 };
@@ -19,12 +19,12 @@ fn custom(f: impl FnOnce(&mut NetsimSettings)) -> NetworkProfile {
 
 #[tokio::test]
 async fn send_succeeds_and_debits_once() {
-    let server = Server::start().await;
-    let (alice, bob) = (
-        server.user("alice", 100_000).await,
-        server.user("bob", 0).await,
-    );
-    let dir = tempfile::tempdir().unwrap();
+    let Parties {
+        server,
+        alice,
+        bob,
+        dir,
+    } = parties(100_000).await;
     let sdk = open(&server.url, &dir.path().join("a.db"), &alice);
     let t = sdk.send_transfer(request(&bob, 2_500)).await.unwrap();
     assert_eq!(
@@ -40,12 +40,12 @@ async fn send_succeeds_and_debits_once() {
 
 #[tokio::test]
 async fn lost_responses_after_commit_are_resolved_by_replay_not_by_a_second_debit() {
-    let server = Server::start().await;
-    let (alice, bob) = (
-        server.user("alice", 100_000).await,
-        server.user("bob", 0).await,
-    );
-    let dir = tempfile::tempdir().unwrap();
+    let Parties {
+        server,
+        alice,
+        bob,
+        dir,
+    } = parties(100_000).await;
     let sdk = open(&server.url, &dir.path().join("a.db"), &alice);
     sdk.set_network_profile(custom(|s| s.drop_response_rate = 1.0), 1)
         .unwrap();
@@ -75,12 +75,12 @@ async fn lost_responses_after_commit_are_resolved_by_replay_not_by_a_second_debi
 
 #[tokio::test]
 async fn load_balancer_replays_move_money_once() {
-    let server = Server::start().await;
-    let (alice, bob) = (
-        server.user("alice", 1_000_000).await,
-        server.user("bob", 0).await,
-    );
-    let dir = tempfile::tempdir().unwrap();
+    let Parties {
+        server,
+        alice,
+        bob,
+        dir,
+    } = parties(1_000_000).await;
     let sdk = open(&server.url, &dir.path().join("a.db"), &alice);
     sdk.set_network_profile(custom(|s| s.duplicate_rate = 1.0), 3)
         .unwrap();
@@ -100,12 +100,12 @@ async fn load_balancer_replays_move_money_once() {
 
 #[tokio::test]
 async fn composer_mints_one_key_however_many_taps() {
-    let server = Server::start().await;
-    let (alice, bob) = (
-        server.user("alice", 100_000).await,
-        server.user("bob", 0).await,
-    );
-    let dir = tempfile::tempdir().unwrap();
+    let Parties {
+        server,
+        alice,
+        bob,
+        dir,
+    } = parties(100_000).await;
     let sdk = open(&server.url, &dir.path().join("a.db"), &alice);
     sdk.set_network_available(false).unwrap();
     let composer = Arc::new(sdk.composer().unwrap());
@@ -157,12 +157,12 @@ async fn composer_mints_one_key_however_many_taps() {
 
 #[tokio::test]
 async fn close_and_reopen_resumes_with_the_same_key() {
-    let server = Server::start().await;
-    let (alice, bob) = (
-        server.user("alice", 100_000).await,
-        server.user("bob", 0).await,
-    );
-    let dir = tempfile::tempdir().unwrap();
+    let Parties {
+        server,
+        alice,
+        bob,
+        dir,
+    } = parties(100_000).await;
     let db = dir.path().join("a.db");
     let sdk = Sdk::open(
         config(&server.url, &db, &alice)
@@ -186,12 +186,12 @@ async fn close_and_reopen_resumes_with_the_same_key() {
 
 #[tokio::test]
 async fn network_return_wakes_waiting_retries_at_once() {
-    let server = Server::start().await;
-    let (alice, bob) = (
-        server.user("alice", 100_000).await,
-        server.user("bob", 0).await,
-    );
-    let dir = tempfile::tempdir().unwrap();
+    let Parties {
+        server,
+        alice,
+        bob,
+        dir,
+    } = parties(100_000).await;
     // A long backoff: without the wake-up the retry would wait up to a minute.
     let cfg = config(&server.url, &dir.path().join("a.db"), &alice)
         .retry_base(Duration::from_secs(30))
@@ -221,12 +221,12 @@ async fn network_return_wakes_waiting_retries_at_once() {
 
 #[tokio::test]
 async fn past_the_horizon_the_outcome_is_resolved_by_look_up_never_by_a_new_key() {
-    let server = Server::start().await;
-    let (alice, bob) = (
-        server.user("alice", 100_000).await,
-        server.user("bob", 0).await,
-    );
-    let dir = tempfile::tempdir().unwrap();
+    let Parties {
+        server,
+        alice,
+        bob,
+        dir,
+    } = parties(100_000).await;
     // Simulated time 1000x: a 24-hour horizon passes in under 90 s of real time; every answer is lost.
     let clock = Arc::new(SimClock::new(1_700_000_000_000, 1000.0));
     let cfg = config(&server.url, &dir.path().join("a.db"), &alice)
@@ -291,12 +291,12 @@ async fn past_the_horizon_the_outcome_is_resolved_by_look_up_never_by_a_new_key(
 
 #[tokio::test]
 async fn a_backward_clock_jump_does_not_stall_retries() {
-    let server = Server::start().await;
-    let (alice, bob) = (
-        server.user("alice", 100_000).await,
-        server.user("bob", 0).await,
-    );
-    let dir = tempfile::tempdir().unwrap();
+    let Parties {
+        server,
+        alice,
+        bob,
+        dir,
+    } = parties(100_000).await;
     let clock = Arc::new(SimClock::new(1_700_000_000_000, 1.0));
     let cfg = config(&server.url, &dir.path().join("a.db"), &alice)
         .clock(clock.clone())
@@ -315,12 +315,12 @@ async fn a_backward_clock_jump_does_not_stall_retries() {
 
 #[tokio::test]
 async fn many_transfers_through_a_flaky_network_each_debit_once() {
-    let server = Server::start().await;
-    let (alice, bob) = (
-        server.user("alice", 10_000_000).await,
-        server.user("bob", 0).await,
-    );
-    let dir = tempfile::tempdir().unwrap();
+    let Parties {
+        server,
+        alice,
+        bob,
+        dir,
+    } = parties(10_000_000).await;
     let sdk = open(&server.url, &dir.path().join("a.db"), &alice);
     sdk.set_network_profile(
         custom(|s| {
@@ -359,12 +359,12 @@ async fn a_panicking_listener_does_not_stop_the_sdk() {
             panic!("listener bug");
         }
     }
-    let server = Server::start().await;
-    let (alice, bob) = (
-        server.user("alice", 100_000).await,
-        server.user("bob", 0).await,
-    );
-    let dir = tempfile::tempdir().unwrap();
+    let Parties {
+        server,
+        alice,
+        bob,
+        dir,
+    } = parties(100_000).await;
     let sdk = open(&server.url, &dir.path().join("a.db"), &alice);
     sdk.add_listener(Arc::new(Bomb));
     let t = sdk.send_transfer(request(&bob, 1)).await.unwrap();

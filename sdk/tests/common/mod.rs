@@ -97,6 +97,26 @@ impl Server {
     }
 }
 
+/// A server, a payer with `balance`, a payee, and a folder for device files.
+pub struct Parties {
+    pub server: Server,
+    pub alice: User,
+    pub bob: User,
+    pub dir: tempfile::TempDir,
+}
+
+pub async fn parties(balance: i64) -> Parties {
+    let server = Server::start().await;
+    let alice = server.user("alice", balance).await;
+    let bob = server.user("bob", 0).await;
+    Parties {
+        server,
+        alice,
+        bob,
+        dir: tempfile::tempdir().unwrap(),
+    }
+}
+
 /// An SDK config on `db` for `user`, with short timeouts and fast retries suitable for tests.
 pub fn config(url: &str, db: &Path, user: &User) -> sendonce::SdkConfigBuilder {
     SdkConfig::builder(url, db)
