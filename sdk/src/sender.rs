@@ -41,6 +41,9 @@ pub(crate) async fn run(core: Arc<Core>) {
 /// Spawns an attempt (or a status look-up) for each due transfer; returns how long to sleep.
 fn start_due(core: &Arc<Core>) -> Result<Duration> {
     let idle = Duration::from_secs(3600);
+    if let Err(e) = core.store.checkpoint_if_due() {
+        tracing::warn!(error = %e, "WAL checkpoint failed; retried after the next commits");
+    }
     if !core.network_available() {
         return Ok(idle);
     }
