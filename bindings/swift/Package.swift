@@ -16,6 +16,8 @@ let package = Package(
     name: "SendOnce",
     products: [
         .library(name: "SendOnce", targets: ["SendOnce"]),
+        // Test helpers (server-mock on loopback) for this package's tests and the demo's; not for apps.
+        .library(name: "SendOnceTestSupport", targets: ["SendOnceTestSupport"]),
     ],
     targets: [
         .systemLibrary(name: "sendonce_ffiFFI", path: "Sources/sendonce_ffiFFI"),
@@ -29,6 +31,7 @@ let package = Package(
             ]
         ),
         .target(name: "SendOnce", dependencies: ["SendOnceFFI"], path: "Sources/SendOnce"),
-        .testTarget(name: "SendOnceTests", dependencies: ["SendOnce"], path: "Tests/SendOnceTests"),
+        .target(name: "SendOnceTestSupport", path: "Sources/SendOnceTestSupport"),
+        .testTarget(name: "SendOnceTests", dependencies: ["SendOnce", "SendOnceTestSupport"], path: "Tests/SendOnceTests"),
     ]
 )

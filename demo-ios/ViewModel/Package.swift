@@ -18,6 +18,9 @@ let package = Package(
     dependencies: [.package(path: "../../bindings/swift")],
     targets: [
         .target(name: "DemoViewModel", dependencies: [.product(name: "SendOnce", package: "swift")]),
-        .testTarget(name: "DemoViewModelTests", dependencies: ["DemoViewModel"]),
+        .testTarget(
+            name: "DemoViewModelTests",
+            dependencies: ["DemoViewModel", .product(name: "SendOnceTestSupport", package: "swift")]
+        ),
     ]
 )

@@ -1,3 +1,4 @@
+import SendOnceTestSupport
 import Foundation
 import XCTest
 @testable import SendOnce

@@ -1,3 +1,4 @@
+import SendOnceTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc

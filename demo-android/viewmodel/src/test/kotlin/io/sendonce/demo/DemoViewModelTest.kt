@@ -1,6 +1,10 @@
 package io.sendonce.demo
 
+import io.sendonce.Json
+import io.sendonce.LedgerEntry
+import io.sendonce.MockServer
 import io.sendonce.RetryPolicy
+import io.sendonce.User
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.SupervisorJob

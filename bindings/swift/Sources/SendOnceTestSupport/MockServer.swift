@@ -1,30 +1,31 @@
+// Test helpers shared by the bindings' tests and the iOS demo's tests (library product SendOnceTestSupport).
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-struct User {
-    let id: String
-    let token: String
+public struct User {
+    public let id: String
+    public let token: String
 }
 
-struct LedgerEntry {
-    let kind: String
-    let userId: String
-    let amountMinor: Int64
-    let idempotencyKey: String?
-    let transferId: String?
+public struct LedgerEntry {
+    public let kind: String
+    public let userId: String
+    public let amountMinor: Int64
+    public let idempotencyKey: String?
+    public let transferId: String?
 }
 
 /// The real server-mock binary on a free loopback port with its own database file; stopped by `stop()`.
 /// The binary is `$CARGO_TARGET_DIR/debug/server-mock` (or `SENDONCE_SERVER_MOCK`), built with
 /// `cargo build -p server-mock`.
-final class MockServer: @unchecked Sendable {
-    let dir: URL
-    let baseUrl: String
+public final class MockServer: @unchecked Sendable {
+    public let dir: URL
+    public let baseUrl: String
     private let process = Process()
 
-    init() throws {
+    public init() throws {
         let env = ProcessInfo.processInfo.environment
         let target = env["CARGO_TARGET_DIR"] ?? "\(#filePath)/../../../../../target"
         let binary = env["SENDONCE_SERVER_MOCK"] ?? "\(target)/debug/server-mock"
@@ -52,7 +53,7 @@ final class MockServer: @unchecked Sendable {
         baseUrl = "http://" + text.dropFirst("listening on ".count).trimmingCharacters(in: .whitespaces)
     }
 
-    func stop() {
+    public func stop() {
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
@@ -61,17 +62,17 @@ final class MockServer: @unchecked Sendable {
     }
 
     /// A fresh database path for an SDK instance.
-    func dbPath(_ name: String = "client") -> String {
+    public func dbPath(_ name: String = "client") -> String {
         dir.appendingPathComponent("\(name)-\(UUID().uuidString).db").path
     }
 
-    func createUser(_ name: String, balanceMinor: Int64 = 0, currency: String = "BDT") async throws -> User {
+    public func createUser(_ name: String, balanceMinor: Int64 = 0, currency: String = "BDT") async throws -> User {
         let body = try JSONSerialization.data(withJSONObject: ["display_name": name, "balance_minor": balanceMinor, "currency": currency])
         let json = try await request("POST", "/v1/test/users", body: body, expect: 201) as! [String: Any]
         return User(id: json["user_id"] as! String, token: json["token"] as! String)
     }
 
-    func ledger() async throws -> [LedgerEntry] {
+    public func ledger() async throws -> [LedgerEntry] {
         let rows = try await request("GET", "/v1/test/ledger") as! [[String: Any]]
         return rows.map {
             LedgerEntry(
@@ -85,11 +86,11 @@ final class MockServer: @unchecked Sendable {
     }
 
     /// Debits recorded under `key`.
-    func debits(_ key: String) async throws -> [LedgerEntry] {
+    public func debits(_ key: String) async throws -> [LedgerEntry] {
         try await ledger().filter { $0.kind == "debit" && $0.idempotencyKey == key }
     }
 
-    func balance(_ user: User) async throws -> Int64 {
+    public func balance(_ user: User) async throws -> Int64 {
         let json = try await request("GET", "/v1/wallet", token: user.token) as! [String: Any]
         return (json["balance_minor"] as! NSNumber).int64Value
     }
@@ -116,7 +117,7 @@ final class MockServer: @unchecked Sendable {
     }
 }
 
-struct TestError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct TestError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
