@@ -1,6 +1,6 @@
 //! Downstream consumers of `TransferDone`: wallet credit and SMS, each behind an inbox.
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::Deserialize;
 
 use crate::db::DbError;
@@ -60,20 +60,23 @@ impl Consumer {
     /// Each event's inbox insert and its effect share one transaction (the whole batch's):
     /// either both happen or neither, so a redelivery (relay retry, broker replay) never
     /// acts twice. One transaction per batch keeps the fsyncs per event low under load.
+    /// The transaction is a SAVEPOINT: its own on a bare connection, or nested in the
+    /// relay's group transaction (`Db::write`).
     pub fn handle_batch(
         self,
         conn: &mut Connection,
         events: &[(i64, TransferDone)],
         now_ms: i64,
     ) -> Result<usize, DbError> {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = conn.savepoint()?;
         let mut applied = 0;
         for (event_id, event) in events {
-            let fresh = tx.execute(
-                "INSERT INTO inbox (consumer, event_id, processed_at_ms) VALUES (?1, ?2, ?3)
+            let fresh = tx
+                .prepare_cached(
+                    "INSERT INTO inbox (consumer, event_id, processed_at_ms) VALUES (?1, ?2, ?3)
                  ON CONFLICT (consumer, event_id) DO NOTHING",
-                params![self.name(), event_id, now_ms],
-            )?;
+                )?
+                .execute(params![self.name(), event_id, now_ms])?;
             if fresh == 0 {
                 continue;
             }
@@ -91,13 +94,10 @@ impl Consumer {
 }
 
 /// Records the SMS the recipient would get.
-fn send_sms(tx: &Transaction<'_>, event: &TransferDone, now_ms: i64) -> Result<(), DbError> {
+fn send_sms(tx: &Connection, event: &TransferDone, now_ms: i64) -> Result<(), DbError> {
     let sender: Option<String> = tx
-        .query_row(
-            "SELECT display_name FROM users WHERE user_id = ?1",
-            params![event.from_user_id],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT display_name FROM users WHERE user_id = ?1")?
+        .query_row(params![event.from_user_id], |r| r.get(0))
         .optional()?;
     let text = format!(
         "sendonce: you received {} {} from {} (ref {})",
@@ -106,10 +106,10 @@ fn send_sms(tx: &Transaction<'_>, event: &TransferDone, now_ms: i64) -> Result<(
         sender.as_deref().unwrap_or("a sendonce user"),
         event.transfer_id
     );
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO sms (user_id, transfer_id, text, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
-        params![event.to_user_id, event.transfer_id, text, now_ms],
-    )?;
+    )?
+    .execute(params![event.to_user_id, event.transfer_id, text, now_ms])?;
     Ok(())
 }
 

@@ -1,8 +1,11 @@
 //! The SQLite database: schema, pragmas and a panic-safe handle for async code.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
+use tokio::sync::oneshot;
 
 /// Errors from the storage layer.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +20,11 @@ pub enum DbError {
 
 /// Shared handle to the database: one writer connection and one reader connection.
 ///
+/// Writes go either through [`Db::write`] (group commit: a writer thread runs every job
+/// that is queued in one transaction, each job in its own SAVEPOINT, and answers only
+/// after the COMMIT) or through [`Db::call`] (the closure alone on the connection, outside
+/// any transaction, for code that manages its own transactions).
+///
 /// One writer serialises every write, so SQLite never answers `SQLITE_BUSY` to ourselves;
 /// correctness still comes from constraints (primary and unique keys) and transactions,
 /// not from this mutex, so the same code is right with a pool. The reader lets hot reads
@@ -26,7 +34,32 @@ pub enum DbError {
 pub struct Db {
     conn: Arc<Mutex<Connection>>,
     reader: Arc<Mutex<Connection>>,
+    jobs: mpsc::Sender<Job>,
 }
+
+/// How durable a write must be when its caller gets the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous=FULL`: on disk (WAL fsynced) before the job's result is delivered.
+    Full,
+    /// `synchronous=NORMAL`: committed and visible, survives a process crash, and becomes
+    /// durable with the next FULL commit (in WAL mode an fsync covers every earlier frame),
+    /// but a power loss before that may forget it. Only for writes whose loss moves no
+    /// money and is repaired by a client retry (the key claim, see `transfer::run`).
+    Normal,
+}
+
+/// Most jobs run in one group transaction.
+const MAX_GROUP: usize = 128;
+
+/// Result of a group job: delivers the job's result once the commit outcome is known.
+type Deliver = Box<dyn FnOnce(Result<(), String>) + Send>;
+/// A queued group job: runs inside the group transaction and returns its deliverer and
+/// whether it succeeded (a failed job's SAVEPOINT is rolled back).
+type Job = (
+    Durability,
+    Box<dyn FnOnce(&mut Connection) -> (bool, Deliver) + Send>,
+);
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS users (
@@ -73,6 +106,38 @@ CREATE UNIQUE INDEX IF NOT EXISTS ledger_one_debit_per_key
     ON ledger (user_id, idem_key) WHERE kind = 'debit';
 CREATE INDEX IF NOT EXISTS ledger_user ON ledger (user_id);
 CREATE INDEX IF NOT EXISTS ledger_transfer ON ledger (transfer_id);
+
+-- Balance cache: always the sum of the user's ledger, maintained by triggers in the same
+-- transaction as every ledger change, so a transfer reads one row instead of summing the
+-- sender's whole history.
+CREATE TABLE IF NOT EXISTS balances (
+    user_id       TEXT PRIMARY KEY,
+    balance_minor INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS balances_meta (name TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS ledger_balance_insert AFTER INSERT ON ledger BEGIN
+    INSERT INTO balances (user_id, balance_minor)
+    VALUES (NEW.user_id,
+            CASE NEW.kind WHEN 'debit' THEN -NEW.amount_minor ELSE NEW.amount_minor END)
+    ON CONFLICT (user_id) DO UPDATE SET balance_minor = balance_minor + excluded.balance_minor;
+END;
+CREATE TRIGGER IF NOT EXISTS ledger_balance_delete AFTER DELETE ON ledger BEGIN
+    UPDATE balances
+    SET balance_minor = balance_minor
+        - CASE OLD.kind WHEN 'debit' THEN -OLD.amount_minor ELSE OLD.amount_minor END
+    WHERE user_id = OLD.user_id;
+END;
+CREATE TRIGGER IF NOT EXISTS ledger_balance_update
+AFTER UPDATE OF user_id, kind, amount_minor ON ledger BEGIN
+    UPDATE balances
+    SET balance_minor = balance_minor
+        - CASE OLD.kind WHEN 'debit' THEN -OLD.amount_minor ELSE OLD.amount_minor END
+    WHERE user_id = OLD.user_id;
+    INSERT INTO balances (user_id, balance_minor)
+    VALUES (NEW.user_id,
+            CASE NEW.kind WHEN 'debit' THEN -NEW.amount_minor ELSE NEW.amount_minor END)
+    ON CONFLICT (user_id) DO UPDATE SET balance_minor = balance_minor + excluded.balance_minor;
+END;
 
 CREATE TABLE IF NOT EXISTS outbox (
     event_id      INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -124,23 +189,27 @@ CREATE TABLE IF NOT EXISTS bench_plain (
 impl Db {
     /// Opens (creating if needed) the database at `path` or in memory for `:memory:`.
     pub fn open(path: &str) -> Result<Self, DbError> {
-        if path == ":memory:" {
+        let (conn, reader) = if path == ":memory:" {
             let conn = Arc::new(Mutex::new(Self::configure(Connection::open_in_memory()?)?));
-            return Ok(Self {
-                reader: Arc::clone(&conn),
-                conn,
-            });
-        }
-        let conn = Self::configure(Connection::open(path)?)?;
-        let reader = Connection::open_with_flags(
-            path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        reader.busy_timeout(std::time::Duration::from_secs(5))?;
-        Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
-            reader: Arc::new(Mutex::new(reader)),
-        })
+            (Arc::clone(&conn), conn)
+        } else {
+            let conn = Self::configure(Connection::open(path)?)?;
+            let reader = Connection::open_with_flags(
+                path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            reader.busy_timeout(std::time::Duration::from_secs(5))?;
+            reader.set_prepared_statement_cache_capacity(64);
+            (Arc::new(Mutex::new(conn)), Arc::new(Mutex::new(reader)))
+        };
+        let (jobs, queue) = mpsc::channel();
+        let writer = Arc::clone(&conn);
+        std::thread::Builder::new()
+            .name("db-writer".into())
+            .spawn(move || group_writer(&writer, &queue))
+            .map_err(|e| DbError::Task(e.to_string()))?;
+        Ok(Self { conn, reader, jobs })
     }
 
     /// Pragmas and schema for the writer connection.
@@ -156,6 +225,8 @@ impl Db {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.execute_batch(SCHEMA)?;
+        migrate_balances(&conn)?;
+        conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
     }
 
@@ -172,6 +243,41 @@ impl Db {
         F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
     {
         Self::run(Arc::clone(&self.conn), f).await
+    }
+
+    /// Runs `f` with the writer connection inside a group transaction (group commit).
+    ///
+    /// Every job queued while the writer is busy runs in the next transaction, each in its
+    /// own SAVEPOINT: an `Err` (or a panic) from `f` rolls back `f`'s writes only, and the
+    /// other jobs still commit. The result is delivered only after the COMMIT, with the
+    /// requested durability; if the COMMIT fails every job of the group gets the error.
+    /// `f` must not BEGIN/COMMIT itself (nested SAVEPOINTs are fine).
+    pub async fn write<R, F>(&self, durability: Durability, f: F) -> Result<R, DbError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel::<Result<R, DbError>>();
+        let job = Box::new(move |c: &mut Connection| {
+            let result = catch_unwind(AssertUnwindSafe(|| f(c)))
+                .unwrap_or_else(|_| Err(DbError::Task("write job panicked".into())));
+            let ok = result.is_ok();
+            let deliver: Deliver = Box::new(move |committed: Result<(), String>| {
+                let out = match (committed, result) {
+                    (Ok(()), r) => r,
+                    // The job's own error says more than the group's.
+                    (Err(_), Err(e)) => Err(e),
+                    (Err(e), Ok(_)) => Err(DbError::Task(format!("group commit failed: {e}"))),
+                };
+                let _ = tx.send(out);
+            });
+            (ok, deliver)
+        });
+        self.jobs
+            .send((durability, job))
+            .map_err(|_| DbError::Task("database writer stopped".into()))?;
+        rx.await
+            .map_err(|_| DbError::Task("database writer dropped the job".into()))?
     }
 
     /// Runs read-only `f` with the reader connection (never waits for a writer's fsync).
@@ -197,6 +303,121 @@ impl Db {
     }
 }
 
+/// Creates the balance cache for a database made before it existed: one row per user with
+/// the sum of their ledger, kept equal to that sum by the `ledger_balance` trigger.
+fn migrate_balances(conn: &Connection) -> Result<(), DbError> {
+    let tx = conn.unchecked_transaction()?;
+    let filled: i64 = tx.query_row(
+        "SELECT COUNT(*) FROM balances_meta WHERE name = 'backfilled'",
+        [],
+        |r| r.get(0),
+    )?;
+    if filled == 0 {
+        tx.execute_batch(
+            "DELETE FROM balances;
+             INSERT INTO balances (user_id, balance_minor)
+                 SELECT user_id,
+                        SUM(CASE kind WHEN 'debit' THEN -amount_minor ELSE amount_minor END)
+                 FROM ledger GROUP BY user_id;
+             INSERT INTO balances_meta (name) VALUES ('backfilled');",
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// The writer thread: takes every queued job, runs them in group transactions and
+/// delivers their results after the commit. Ends when every `Db` handle is dropped.
+fn group_writer(conn: &Mutex<Connection>, queue: &mpsc::Receiver<Job>) {
+    while let Ok(first) = queue.recv() {
+        let mut normal = Vec::new();
+        let mut full = Vec::new();
+        let mut next = Some(first);
+        while let Some((durability, job)) = next {
+            match durability {
+                Durability::Normal => normal.push(job),
+                Durability::Full => full.push(job),
+            }
+            next = if normal.len() + full.len() < MAX_GROUP {
+                queue.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        let mut c = Db::lock(conn);
+        // NORMAL jobs first, in their own transaction: they are answered without waiting for
+        // an fsync, and the FULL commit right after (if any) makes them durable too. Jobs in
+        // one queue are concurrent requests, so any order between them is a valid one.
+        if !normal.is_empty() {
+            run_group(&mut c, Durability::Normal, normal);
+        }
+        if !full.is_empty() {
+            run_group(&mut c, Durability::Full, full);
+        }
+    }
+}
+
+type JobFn = Box<dyn FnOnce(&mut Connection) -> (bool, Deliver) + Send>;
+
+/// One group transaction; every job's result is delivered before it returns.
+fn run_group(c: &mut Connection, durability: Durability, jobs: Vec<JobFn>) {
+    let mut pending: Vec<Deliver> = Vec::with_capacity(jobs.len());
+    let mut jobs = jobs.into_iter();
+    if durability == Durability::Normal {
+        if let Err(e) = c.execute_batch("PRAGMA synchronous = NORMAL") {
+            tracing::warn!(%e, "cannot lower synchronous; committing with FULL");
+        }
+    }
+    let outcome = (|| -> Result<(), rusqlite::Error> {
+        exec(c, "BEGIN IMMEDIATE")?;
+        for job in jobs.by_ref() {
+            exec(c, "SAVEPOINT group_job")?;
+            let (ok, deliver) = job(c);
+            pending.push(deliver);
+            if c.is_autocommit() {
+                // SQLite rolled the whole transaction back (I/O error, disk full): the jobs
+                // before this one are gone too, so the group fails as a whole.
+                return Err(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+                    Some("transaction rolled back by SQLite during a job".into()),
+                ));
+            }
+            if !ok {
+                exec(c, "ROLLBACK TO group_job")?;
+            }
+            exec(c, "RELEASE group_job")?;
+        }
+        exec(c, "COMMIT")
+    })();
+    let committed = match outcome {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            tracing::warn!(%e, "group transaction failed; rolling back");
+            if !c.is_autocommit() {
+                let _ = c.execute_batch("ROLLBACK");
+            }
+            Err(e.to_string())
+        }
+    };
+    if durability == Durability::Normal {
+        if let Err(e) = c.execute_batch("PRAGMA synchronous = FULL") {
+            tracing::error!(%e, "cannot restore synchronous=FULL");
+        }
+    }
+    for deliver in pending {
+        deliver(committed.clone());
+    }
+    // Jobs never started (the group failed before them) are told so.
+    for job in jobs {
+        drop(job);
+    }
+}
+
+fn exec(c: &Connection, sql: &str) -> Result<(), rusqlite::Error> {
+    c.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
+
 /// True when `e` is a UNIQUE / PRIMARY KEY constraint violation.
 pub fn is_unique_violation(e: &rusqlite::Error) -> bool {
     matches!(
@@ -205,4 +426,111 @@ pub fn is_unique_violation(e: &rusqlite::Error) -> bool {
             if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
                 || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger;
+
+    #[tokio::test]
+    async fn a_failed_group_job_rolls_back_only_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path().join("g.db").to_str().unwrap()).unwrap();
+        let ins = |db: &Db, user: &'static str, fail: bool| {
+            let db = db.clone();
+            async move {
+                db.write(Durability::Full, move |c| {
+                    ledger::deposit(c, user, 5, "BDT", 0)?;
+                    if fail {
+                        return Err(DbError::Task("job failed".into()));
+                    }
+                    ledger::deposit(c, user, 7, "BDT", 0)?;
+                    Ok(())
+                })
+                .await
+            }
+        };
+        let (a, b, c, d) = tokio::join!(
+            ins(&db, "a", false),
+            ins(&db, "b", true),
+            ins(&db, "c", false),
+            db.write(Durability::Normal, |_| -> Result<(), DbError> {
+                panic!("job panics")
+            }),
+        );
+        assert!(a.is_ok() && c.is_ok());
+        assert!(b.is_err() && d.is_err());
+        let balances = db
+            .read(|c| {
+                Ok((
+                    ledger::balance(c, "a")?,
+                    ledger::balance(c, "b")?,
+                    ledger::balance(c, "c")?,
+                    ledger::balance_mismatches(c)?,
+                ))
+            })
+            .await
+            .unwrap();
+        assert_eq!(balances, (12, 0, 12, vec![]));
+        // The writer is still usable, and a bare-connection call still works.
+        db.call(|c| {
+            let tx = c.transaction()?;
+            ledger::deposit(&tx, "b", 1, "BDT", 0)?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+        let sync: i64 = db
+            .call(|c| Ok(c.query_row("PRAGMA synchronous", [], |r| r.get(0))?))
+            .await
+            .unwrap();
+        assert_eq!(sync, 2, "FULL restored after a NORMAL group");
+    }
+
+    #[test]
+    fn balances_equal_the_ledger_sum_and_are_backfilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.db");
+        let c = Connection::open(&path).unwrap();
+        let c = Db::configure(c).unwrap();
+        ledger::deposit(&c, "u1", 100, "BDT", 0).unwrap();
+        ledger::deposit(&c, "u2", 50, "BDT", 0).unwrap();
+        let t = ledger::TransferRecord {
+            transfer_id: "tr_1".into(),
+            from_user_id: "u1".into(),
+            to_user_id: "u2".into(),
+            amount_minor: 30,
+            currency: "BDT".into(),
+            note: None,
+            created_at_ms: 1,
+            idempotency_key: "k".into(),
+        };
+        ledger::insert_debit(&c, &t, b"h").unwrap();
+        ledger::insert_credit(&c, &t, 2).unwrap();
+        for u in ["u1", "u2", "nobody"] {
+            assert_eq!(
+                ledger::balance(&c, u).unwrap(),
+                ledger::balance_from_ledger(&c, u).unwrap()
+            );
+        }
+        assert_eq!(ledger::balance(&c, "u1").unwrap(), 70);
+        c.execute(
+            "UPDATE ledger SET amount_minor = 40 WHERE kind = 'credit'",
+            [],
+        )
+        .unwrap();
+        c.execute("DELETE FROM ledger WHERE kind = 'debit'", [])
+            .unwrap();
+        assert!(ledger::balance_mismatches(&c).unwrap().is_empty());
+        assert_eq!(ledger::balance(&c, "u2").unwrap(), 90);
+        // A database from before the cache: rebuilt from the ledger when opened.
+        c.execute_batch("DELETE FROM balances; DELETE FROM balances_meta;")
+            .unwrap();
+        drop(c);
+        let c = Db::configure(Connection::open(&path).unwrap()).unwrap();
+        assert!(ledger::balance_mismatches(&c).unwrap().is_empty());
+        assert_eq!(ledger::balance(&c, "u1").unwrap(), 100);
+    }
 }

@@ -1,6 +1,6 @@
 //! Idempotency keys: header parsing, request fingerprints and the key table.
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension};
 use sha2::{Digest, Sha256};
 
 use crate::db::DbError;
@@ -115,22 +115,26 @@ pub struct NewKey<'a> {
 }
 
 /// Phase 1: insert the key row `IN_PROGRESS`; the primary key decides a race.
+///
+/// Runs in a SAVEPOINT: its own transaction on a bare connection, or nested in a group
+/// transaction (`Db::write`).
 pub fn claim(conn: &mut Connection, k: &NewKey<'_>) -> Result<Claim, DbError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let inserted = tx.execute(
-        "INSERT INTO idempotency_keys
+    let tx = conn.savepoint()?;
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO idempotency_keys
             (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms, bucket)
          VALUES (?1, ?2, ?3, 'in_progress', ?4, ?5, ?5, ?6)
          ON CONFLICT (user_id, idem_key) DO NOTHING",
-        params![
+        )?
+        .execute(params![
             k.user_id,
             k.key,
             k.hash,
             k.lock_id,
             k.now_ms,
             k.now_ms.div_euclid(k.bucket_width_ms)
-        ],
-    )?;
+        ])?;
     if inserted == 1 {
         tx.commit()?;
         return Ok(Claim::Acquired);
@@ -174,19 +178,18 @@ impl KeyRow {
 /// Reads the key row for (user, key), if any.
 pub fn read(conn: &Connection, user_id: &str, key: &str) -> Result<Option<KeyRow>, DbError> {
     Ok(conn
-        .query_row(
+        .prepare_cached(
             "SELECT request_hash, state, response_status, response_body
              FROM idempotency_keys WHERE user_id = ?1 AND idem_key = ?2",
-            params![user_id, key],
-            |r| {
-                Ok(KeyRow {
-                    hash: r.get(0)?,
-                    completed: r.get::<_, String>(1)? == "completed",
-                    status: r.get(2)?,
-                    body: r.get(3)?,
-                })
-            },
-        )
+        )?
+        .query_row(params![user_id, key], |r| {
+            Ok(KeyRow {
+                hash: r.get(0)?,
+                completed: r.get::<_, String>(1)? == "completed",
+                status: r.get(2)?,
+                body: r.get(3)?,
+            })
+        })
         .optional()?)
 }
 
@@ -199,22 +202,23 @@ pub fn complete(
     status: u16,
     body: &[u8],
 ) -> Result<bool, DbError> {
-    let n = conn.execute(
-        "UPDATE idempotency_keys
+    let n = conn
+        .prepare_cached(
+            "UPDATE idempotency_keys
          SET state = 'completed', response_status = ?4, response_body = ?5
          WHERE user_id = ?1 AND idem_key = ?2 AND lock_id = ?3 AND state = 'in_progress'",
-        params![user_id, key, lock_id, status, body],
-    )?;
+        )?
+        .execute(params![user_id, key, lock_id, status, body])?;
     Ok(n == 1)
 }
 
 /// Releases (deletes) the row we own, so a retry executes from scratch.
 pub fn release(conn: &Connection, user_id: &str, key: &str, lock_id: &str) -> Result<(), DbError> {
-    conn.execute(
+    conn.prepare_cached(
         "DELETE FROM idempotency_keys
          WHERE user_id = ?1 AND idem_key = ?2 AND lock_id = ?3 AND state = 'in_progress'",
-        params![user_id, key, lock_id],
-    )?;
+    )?
+    .execute(params![user_id, key, lock_id])?;
     Ok(())
 }
 

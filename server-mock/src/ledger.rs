@@ -75,14 +75,41 @@ impl TransferRecord {
 const DEBIT_COLUMNS: &str =
     "transfer_id, user_id, counterparty, amount_minor, currency, note, created_at_ms, idem_key";
 
-/// Balance of a user: the sum of their ledger.
+/// Balance of a user: the sum of their ledger, read from the `balances` row that the
+/// ledger triggers keep equal to that sum (same transaction as every entry).
 pub fn balance(conn: &Connection, user_id: &str) -> Result<i64, DbError> {
-    Ok(conn.query_row(
+    Ok(conn
+        .prepare_cached("SELECT balance_minor FROM balances WHERE user_id = ?1")?
+        .query_row(params![user_id], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+/// Balance of a user summed over their whole ledger (the definition; for checks).
+pub fn balance_from_ledger(conn: &Connection, user_id: &str) -> Result<i64, DbError> {
+    Ok(conn.prepare_cached(
         "SELECT COALESCE(SUM(CASE kind WHEN 'debit' THEN -amount_minor ELSE amount_minor END), 0)
          FROM ledger WHERE user_id = ?1",
-        params![user_id],
-        |r| r.get(0),
-    )?)
+    )?
+    .query_row(params![user_id], |r| r.get(0))?)
+}
+
+/// Users whose cached balance differs from the sum of their ledger (must be none).
+pub fn balance_mismatches(conn: &Connection) -> Result<Vec<(String, i64, i64)>, DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT s.user_id, COALESCE(b.balance_minor, 0), s.total FROM
+           (SELECT user_id,
+                   SUM(CASE kind WHEN 'debit' THEN -amount_minor ELSE amount_minor END) AS total
+            FROM ledger GROUP BY user_id) AS s
+         LEFT JOIN balances AS b ON b.user_id = s.user_id
+         WHERE COALESCE(b.balance_minor, 0) != s.total
+         UNION ALL
+         SELECT b.user_id, b.balance_minor, 0 FROM balances AS b
+         WHERE b.balance_minor != 0
+           AND NOT EXISTS (SELECT 1 FROM ledger AS l WHERE l.user_id = b.user_id)",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// Records an opening balance.
@@ -93,52 +120,52 @@ pub fn deposit(
     currency: &str,
     now_ms: i64,
 ) -> Result<(), DbError> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO ledger (user_id, kind, amount_minor, currency, created_at_ms)
          VALUES (?1, 'deposit', ?2, ?3, ?4)",
-        params![user_id, amount, currency, now_ms],
-    )?;
+    )?
+    .execute(params![user_id, amount, currency, now_ms])?;
     Ok(())
 }
 
 /// Inserts the debit; fails with a UNIQUE violation if this (user, key) already debited.
 pub fn insert_debit(conn: &Connection, t: &TransferRecord, hash: &[u8]) -> rusqlite::Result<()> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
                              counterparty, currency, note, created_at_ms)
          VALUES (?1, 'debit', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![
-            t.from_user_id,
-            t.amount_minor,
-            t.transfer_id,
-            t.idempotency_key,
-            hash,
-            t.to_user_id,
-            t.currency,
-            t.note,
-            t.created_at_ms
-        ],
-    )?;
+    )?
+    .execute(params![
+        t.from_user_id,
+        t.amount_minor,
+        t.transfer_id,
+        t.idempotency_key,
+        hash,
+        t.to_user_id,
+        t.currency,
+        t.note,
+        t.created_at_ms
+    ])?;
     Ok(())
 }
 
 /// Credits the recipient of a transfer (the wallet consumer's effect).
 pub fn insert_credit(conn: &Connection, t: &TransferRecord, now_ms: i64) -> Result<(), DbError> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, counterparty,
                              currency, note, created_at_ms)
          VALUES (?1, 'credit', ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
-            t.to_user_id,
-            t.amount_minor,
-            t.transfer_id,
-            t.idempotency_key,
-            t.from_user_id,
-            t.currency,
-            t.note,
-            now_ms
-        ],
-    )?;
+    )?
+    .execute(params![
+        t.to_user_id,
+        t.amount_minor,
+        t.transfer_id,
+        t.idempotency_key,
+        t.from_user_id,
+        t.currency,
+        t.note,
+        now_ms
+    ])?;
     Ok(())
 }
 
@@ -149,20 +176,17 @@ pub fn debit_by_key(
     key: &str,
 ) -> Result<Option<(TransferRecord, Vec<u8>)>, DbError> {
     Ok(conn
-        .query_row(
-            &format!(
-                "SELECT {DEBIT_COLUMNS}, request_hash FROM ledger
-                 WHERE kind = 'debit' AND user_id = ?1 AND idem_key = ?2"
-            ),
-            params![user_id, key],
-            |r| {
-                Ok((
-                    TransferRecord::from_debit_row(r)?,
-                    r.get::<_, Option<Vec<u8>>>("request_hash")?
-                        .unwrap_or_default(),
-                ))
-            },
-        )
+        .prepare_cached(&format!(
+            "SELECT {DEBIT_COLUMNS}, request_hash FROM ledger
+             WHERE kind = 'debit' AND user_id = ?1 AND idem_key = ?2"
+        ))?
+        .query_row(params![user_id, key], |r| {
+            Ok((
+                TransferRecord::from_debit_row(r)?,
+                r.get::<_, Option<Vec<u8>>>("request_hash")?
+                    .unwrap_or_default(),
+            ))
+        })
         .optional()?)
 }
 
@@ -173,11 +197,11 @@ pub fn debit_by_transfer(
     transfer_id: &str,
 ) -> Result<Option<TransferRecord>, DbError> {
     Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {DEBIT_COLUMNS} FROM ledger
+             WHERE kind = 'debit' AND user_id = ?1 AND transfer_id = ?2"
+        ))?
         .query_row(
-            &format!(
-                "SELECT {DEBIT_COLUMNS} FROM ledger
-                 WHERE kind = 'debit' AND user_id = ?1 AND transfer_id = ?2"
-            ),
             params![user_id, transfer_id],
             TransferRecord::from_debit_row,
         )

@@ -6,7 +6,7 @@ use rusqlite::{params, Connection};
 use tokio::sync::watch;
 
 use crate::consumers::{Consumer, TransferDone};
-use crate::db::DbError;
+use crate::db::{DbError, Durability};
 use crate::App;
 
 /// Events handled per database call, so other requests get the connection in between.
@@ -19,7 +19,13 @@ pub async fn run(app: App, mut shutdown: watch::Receiver<bool>) {
     loop {
         loop {
             let now = app.clock.now_ms();
-            match app.db.call(move |c| publish_batch(c, now)).await {
+            // One group-commit job: both consumers' transactions (SAVEPOINTs) and the
+            // `published` mark commit together, with the other queued writes, in one fsync.
+            match app
+                .db
+                .write(Durability::Full, move |c| publish_batch(c, now))
+                .await
+            {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => {
@@ -38,12 +44,13 @@ pub async fn run(app: App, mut shutdown: watch::Receiver<bool>) {
 
 /// Delivers up to one batch and marks it published; returns how many events it handled.
 ///
-/// Delivery happens before the mark, in separate transactions, exactly like a broker
-/// publish followed by an offset commit: a crash in between publishes again, and the
-/// consumers' inboxes absorb the duplicate.
-fn publish_batch(conn: &mut Connection, now_ms: i64) -> Result<usize, DbError> {
+/// Delivery happens before the mark, exactly like a broker publish followed by an offset
+/// commit: each consumer's batch is its own (nested) transaction, so when they do not share
+/// a commit with the mark (a bare connection) a crash in between publishes again, and the
+/// consumers' inboxes absorb the duplicate; a replay (`replay_from`) does the same.
+pub fn publish_batch(conn: &mut Connection, now_ms: i64) -> Result<usize, DbError> {
     let events: Vec<(i64, String)> = {
-        let mut stmt = conn.prepare(
+        let mut stmt = conn.prepare_cached(
             "SELECT event_id, payload FROM outbox WHERE published = 0 ORDER BY event_id LIMIT ?1",
         )?;
         let rows = stmt.query_map(params![BATCH as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -67,10 +74,8 @@ fn publish_batch(conn: &mut Connection, now_ms: i64) -> Result<usize, DbError> {
         consumer.handle_batch(conn, &decoded, now_ms)?;
     }
     // The batch is every unpublished event up to `last`, in order, so one range marks it.
-    conn.execute(
-        "UPDATE outbox SET published = 1 WHERE published = 0 AND event_id <= ?1",
-        params![last],
-    )?;
+    conn.prepare_cached("UPDATE outbox SET published = 1 WHERE published = 0 AND event_id <= ?1")?
+        .execute(params![last])?;
     Ok(events.len())
 }
 

@@ -1,10 +1,10 @@
 //! The transfer pipeline: validate, claim the key, gateway step, one ledger transaction.
 
 use axum::http::StatusCode;
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, OptionalExtension};
 use serde::Deserialize;
 
-use crate::db::{is_unique_violation, DbError};
+use crate::db::{is_unique_violation, DbError, Durability};
 use crate::idempotency::{self, Claim, Existing, NewKey};
 use crate::ledger::{self, TransferRecord};
 use crate::problem::Problem;
@@ -117,12 +117,11 @@ pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTr
     let recipient_currency: Option<String> = app
         .db
         .read(move |c| {
-            Ok(c.query_row(
-                "SELECT currency FROM users WHERE user_id = ?1",
-                params![to],
-                |r| r.get(0),
+            Ok(
+                c.prepare_cached("SELECT currency FROM users WHERE user_id = ?1")?
+                    .query_row(params![to], |r| r.get(0))
+                    .optional()?,
             )
-            .optional()?)
         })
         .await
         .map_err(Problem::internal)?;
@@ -195,8 +194,16 @@ async fn run(
         );
         let now_ms = app.clock.now_ms();
         let width = idempotency::bucket_width_ms(app.key_window_ms());
+        // The claim commits with synchronous=NORMAL (group commit, no fsync of its own).
+        // Safe because a claim moves no money: it only has to be durable before money moves,
+        // and the debit transaction below is FULL — in WAL mode its fsync also makes this
+        // earlier commit durable. A process crash (abort, SIGKILL) keeps a NORMAL commit; a
+        // power loss before the debit commit may forget the IN_PROGRESS row, and then the
+        // client's retry claims again and repeats the gateway step, which is idempotent on the
+        // key (same authorisation, no second charge). Any answer given meanwhile from this row
+        // is 409 / 422, never a 201: completed rows are only ever written by FULL commits.
         app.db
-            .call(move |c| {
+            .write(Durability::Normal, move |c| {
                 idempotency::claim(
                     c,
                     &NewKey {
@@ -252,7 +259,9 @@ async fn run(
     let (hash_owned, lock) = (hash.to_vec(), lock_id.clone());
     let result = app
         .db
-        .call(move |c| commit_transfer(c, &record, &hash_owned, &lock))
+        .write(Durability::Full, move |c| {
+            commit_transfer(c, &record, &hash_owned, &lock)
+        })
         .await;
     match result {
         Ok(answer) => {
@@ -266,7 +275,9 @@ async fn run(
             let (user, key) = (caller.user_id.clone(), key.to_string());
             let released = app
                 .db
-                .call(move |c| idempotency::release(c, &user, &key, &lock_id))
+                .write(Durability::Full, move |c| {
+                    idempotency::release(c, &user, &key, &lock_id)
+                })
                 .await;
             if let Err(re) = released {
                 tracing::warn!(%re, "could not release key after a failed commit; the reaper will");
@@ -276,14 +287,14 @@ async fn run(
     }
 }
 
-/// Phase 3 in one IMMEDIATE transaction.
+/// Phase 3 in one transaction (a SAVEPOINT of the group transaction: all or nothing).
 fn commit_transfer(
     conn: &mut rusqlite::Connection,
     record: &TransferRecord,
     hash: &[u8],
     lock_id: &str,
 ) -> Result<Answer, DbError> {
-    let mut tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut tx = conn.savepoint()?;
     let (user, key) = (
         record.from_user_id.as_str(),
         record.idempotency_key.as_str(),
@@ -328,15 +339,15 @@ fn commit_transfer(
         Ok(()) => {
             sp.commit()?;
             let body = record.to_json();
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
                  VALUES ('TransferDone', ?1, ?2, ?3)",
-                params![
-                    record.transfer_id,
-                    String::from_utf8_lossy(&body),
-                    record.created_at_ms
-                ],
-            )?;
+            )?
+            .execute(params![
+                record.transfer_id,
+                String::from_utf8_lossy(&body),
+                record.created_at_ms
+            ])?;
             idempotency::complete(&tx, user, key, lock_id, 201, &body)?;
             tx.commit()?;
             Ok(Answer {

@@ -95,17 +95,16 @@ pub(crate) async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Calle
     let found = app
         .db
         .read(move |c| {
-            Ok(c.query_row(
-                "SELECT user_id, currency FROM users WHERE token = ?1",
-                params![token],
-                |r| {
-                    Ok(Caller {
-                        user_id: r.get(0)?,
-                        currency: r.get(1)?,
+            Ok(
+                c.prepare_cached("SELECT user_id, currency FROM users WHERE token = ?1")?
+                    .query_row(params![token], |r| {
+                        Ok(Caller {
+                            user_id: r.get(0)?,
+                            currency: r.get(1)?,
+                        })
                     })
-                },
+                    .optional()?,
             )
-            .optional()?)
         })
         .await
         .map_err(Problem::internal)?;

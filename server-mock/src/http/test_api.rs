@@ -12,7 +12,7 @@ use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 
 use super::{authenticate, json, parse_json, read_body, require_json};
-use crate::db::DbError;
+use crate::db::{DbError, Durability};
 use crate::faults::FaultPatch;
 use crate::problem::Problem;
 use crate::{ledger, outbox, reaper, transfer, App};
@@ -296,14 +296,16 @@ async fn bench_plain(State(app): State<App>, req: Request) -> Result<Response, P
     let bytes = read_body(headers, body).await?;
     let valid = transfer::validate(&app, &caller, &bytes).await?;
     let now = app.clock.now_ms();
+    // The same group-commit path and durability (FULL) as a transfer's money transaction,
+    // so the baseline gets the same batching under load.
     let id = app
         .db
-        .call(move |c| {
-            c.execute(
+        .write(Durability::Full, move |c| {
+            c.prepare_cached(
                 "INSERT INTO bench_plain (user_id, to_user_id, amount_minor, currency, note, created_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![caller.user_id, valid.to_user_id, valid.amount_minor, valid.currency, valid.note, now],
-            )?;
+            )?
+            .execute(params![caller.user_id, valid.to_user_id, valid.amount_minor, valid.currency, valid.note, now])?;
             Ok(c.last_insert_rowid())
         })
         .await

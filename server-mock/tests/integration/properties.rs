@@ -125,6 +125,22 @@ async fn check_conservation(run: Run) -> Result<(), TestCaseError> {
             "two debits for one key"
         );
     }
+    // The wallet balance (read from the maintained `balances` row) is the ledger's sum.
+    for u in &users {
+        let sum: i64 = ledger
+            .iter()
+            .filter(|e| e["user_id"] == json!(u.id))
+            .map(|e| {
+                let a = e["amount_minor"].as_i64().unwrap_or(0);
+                if e["kind"] == "debit" {
+                    -a
+                } else {
+                    a
+                }
+            })
+            .sum();
+        prop_assert_eq!(s.balance(u).await, sum, "balance is the sum of the ledger");
+    }
     let mut credit_count: HashMap<String, usize> = HashMap::new();
     for c in &credits {
         *credit_count
