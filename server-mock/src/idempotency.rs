@@ -234,6 +234,29 @@ pub fn expire(conn: &Connection, now_ms: i64, key_window_ms: i64) -> Result<usiz
     )?)
 }
 
+/// Like [`expire`], but removes at most `limit` rows of the expired buckets (in bucket
+/// order, through the expiry index): the reaper calls it in a loop, one transaction per
+/// chunk, so expiring a big bucket never holds the writer for long. Returns the rows removed.
+pub fn expire_chunk(
+    conn: &Connection,
+    now_ms: i64,
+    key_window_ms: i64,
+    limit: usize,
+) -> Result<usize, DbError> {
+    let width = bucket_width_ms(key_window_ms);
+    let first_kept = now_ms.saturating_sub(key_window_ms).div_euclid(width);
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM idempotency_keys WHERE (user_id, idem_key) IN
+                (SELECT user_id, idem_key FROM idempotency_keys
+                 WHERE bucket < ?1 ORDER BY bucket, created_at_ms LIMIT ?2)",
+        )?
+        .execute(params![
+            first_kept,
+            i64::try_from(limit).unwrap_or(i64::MAX)
+        ])?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

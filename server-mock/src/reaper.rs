@@ -5,7 +5,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection, TransactionBehavior};
 use tokio::sync::watch;
 
-use crate::db::DbError;
+use crate::db::{DbError, Durability};
 use crate::{idempotency, ledger, App};
 
 /// What one reaper pass did.
@@ -46,14 +46,28 @@ pub async fn pass(app: &App) -> Result<Pass, DbError> {
     let now = app.clock.now_ms();
     let lock_timeout_ms = i64::try_from(app.config.lock_timeout.as_millis()).unwrap_or(i64::MAX);
     let window_ms = app.key_window_ms();
-    app.db
-        .call(move |c| {
-            let mut p = resolve_stuck(c, now.saturating_sub(lock_timeout_ms))?;
-            p.expired = idempotency::expire(c, now, window_ms)?;
-            Ok(p)
-        })
-        .await
+    let mut p = app
+        .db
+        .call(move |c| resolve_stuck(c, now.saturating_sub(lock_timeout_ms)))
+        .await?;
+    // Whole expired buckets, a chunk per group-commit job: between chunks the requests'
+    // commits go through, so a 100k-row bucket never stalls them for its whole delete.
+    loop {
+        let n = app
+            .db
+            .write(Durability::Full, move |c| {
+                idempotency::expire_chunk(c, now, window_ms, EXPIRE_CHUNK)
+            })
+            .await?;
+        p.expired += n;
+        if n < EXPIRE_CHUNK {
+            return Ok(p);
+        }
+    }
 }
+
+/// Key rows removed per expiry transaction.
+const EXPIRE_CHUNK: usize = 1_000;
 
 /// Completes or releases every key locked before `locked_before`.
 fn resolve_stuck(conn: &mut Connection, locked_before: i64) -> Result<Pass, DbError> {
@@ -148,6 +162,52 @@ mod tests {
         );
         assert!(nothing.is_none(), "released so a retry executes once");
         assert!(!fresh.unwrap().completed, "not past the lock timeout yet");
+    }
+
+    #[tokio::test]
+    async fn expiry_in_chunks_removes_exactly_the_expired_buckets() {
+        let db = Db::open(":memory:").unwrap();
+        let window = 2_000; // bucket width 2 s
+        db.call(|c| {
+            let tx = c.transaction()?;
+            for i in 0..2_500 {
+                // Buckets 0 and 1 expire at now = 6_000 (first kept bucket: 2); 2 stays.
+                let bucket = if i < 2_490 { i % 2 } else { 2 };
+                tx.execute(
+                    "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, state,
+                         lock_id, locked_at_ms, created_at_ms, bucket)
+                     VALUES ('u1', ?1, x'00', 'completed', 'l', ?2, ?2, ?3)",
+                    params![format!("k{i}"), bucket * 2_000 + i, bucket],
+                )?;
+            }
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+        let mut chunks = Vec::new();
+        loop {
+            let n = db
+                .write(Durability::Full, move |c| {
+                    idempotency::expire_chunk(c, 6_000, window, EXPIRE_CHUNK)
+                })
+                .await
+                .unwrap();
+            chunks.push(n);
+            if n < EXPIRE_CHUNK {
+                break;
+            }
+        }
+        assert_eq!(chunks, vec![1_000, 1_000, 490]);
+        let left: Vec<i64> = db
+            .call(|c| {
+                let mut st = c.prepare("SELECT bucket FROM idempotency_keys")?;
+                let rows = st.query_map([], |r| r.get(0))?;
+                Ok(rows.collect::<Result<_, _>>()?)
+            })
+            .await
+            .unwrap();
+        assert_eq!(left, vec![2; 10], "only the kept bucket remains");
     }
 
     #[test]
