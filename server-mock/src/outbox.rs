@@ -18,6 +18,20 @@ const POLL: Duration = Duration::from_millis(50);
 pub async fn run(app: App, mut shutdown: watch::Receiver<bool>) {
     loop {
         loop {
+            // An idle poll only reads (reader connection): no write transaction when the
+            // outbox is drained. A commit happens before its wake-up, so the reader sees it.
+            let pending = app
+                .db
+                .read(|c| {
+                    Ok(c.prepare_cached(
+                        "SELECT EXISTS (SELECT 1 FROM outbox WHERE published = 0)",
+                    )?
+                    .query_row([], |r| r.get::<_, bool>(0))?)
+                })
+                .await;
+            if matches!(pending, Ok(false)) {
+                break;
+            }
             let now = app.clock.now_ms();
             // One group-commit job: both consumers' transactions (SAVEPOINTs) and the
             // `published` mark commit together, with the other queued writes, in one fsync.
