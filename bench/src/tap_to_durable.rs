@@ -225,8 +225,8 @@ pub async fn run(
             "{rounds} rounds × {per_round} pairs, SDK and raw alternating one by one (ABAB, first side swapped every round), \
              both files in one temporary directory under `{}` (same file system). SDK: `Sdk::send_transfer` awaited on the \
              bench's runtime with the network marked unavailable so the sender stays idle; it validates, mints the key and \
-             local id, serialises the body, commits `transfers` + `keys_used` in one WAL/synchronous=FULL transaction on its \
-             blocking pool, reads the row back and publishes it. Baseline: the same `transfers` row (same DDL, same body bytes) \
+             local id, serialises the body, commits the `transfers` row in one WAL/synchronous=FULL transaction (one cached \
+             statement) on its blocking pool and publishes it. Baseline: the same `transfers` row (same DDL, same body bytes) \
              inserted and committed with rusqlite on a WAL/synchronous=FULL connection, ids made outside the timed region. \
              Overhead at p50: {} ms.",
             dir.display(),
