@@ -2,7 +2,8 @@
 //! the `sendonce` crate.
 //!
 //! * [`objects`]: `SendOnceCore` (the SDK handle) and `ComposerCore` (one confirm screen)
-//! * [`types`]: records and enums mirrored from the SDK (times as `i64` ms)
+//! * [`types`]: transfer records and enums mirrored from the SDK (times as `i64` ms)
+//! * [`settings`]: the open config, retry policy and train-mode settings
 //! * [`error`]: `SendOnceError`, one variant per `SdkError` (+ `Internal` for a caught panic)
 //! * [`listener`]: the foreign listener traits
 //!
@@ -14,15 +15,14 @@ pub mod error;
 mod guard;
 pub mod listener;
 pub mod objects;
+pub mod settings;
 pub mod types;
 
 pub use error::SendOnceError;
 pub use listener::{ComposerListener, ListenerError, TransferListener};
 pub use objects::{ComposerCore, SendOnceCore};
-pub use types::{
-    ComposerState, NetsimSettings, NetsimStats, NetworkProfile, Rejection, RetryPolicy,
-    SendOnceConfig, Transfer, TransferRequest, TransferState,
-};
+pub use settings::{NetsimSettings, NetsimStats, NetworkProfile, RetryPolicy, SendOnceConfig};
+pub use types::{ComposerState, Rejection, Transfer, TransferRequest, TransferState};
 
 /// Version of the Rust core the bindings were built from.
 #[uniffi::export]

@@ -7,9 +7,8 @@ use crate::guard::{guard, guard_async};
 use crate::listener::{
     ComposerListener, ComposerListenerAdapter, TransferListener, TransferListenerAdapter,
 };
-use crate::types::{
-    ComposerState, NetsimStats, NetworkProfile, SendOnceConfig, Transfer, TransferRequest,
-};
+use crate::settings::{NetsimStats, NetworkProfile, SendOnceConfig};
+use crate::types::{ComposerState, Transfer, TransferRequest};
 
 /// The SDK: one per database file, sending in the background on its own threads.
 #[derive(uniffi::Object)]

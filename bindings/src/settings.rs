@@ -1,0 +1,299 @@
+//! Mirrors of the SDK's settings: the open config, the retry policy and train mode (network simulator).
+//!
+//! Durations are `i64` milliseconds; a negative duration or a rate outside [0, 1] is refused with
+//! `InvalidConfig`.
+
+use std::time::Duration;
+
+use sendonce::Clock as _;
+
+use crate::error::{Result, SendOnceError};
+
+/// Fault settings of the network simulator (train mode). Rates are probabilities per request in [0, 1].
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct NetsimSettings {
+    /// Seed of every random choice (replaced by the seed given to `set_network_profile`).
+    #[uniffi(default = 0)]
+    pub seed: u64,
+    /// Mean one-way latency (ms).
+    #[uniffi(default = 0)]
+    pub latency_ms: i64,
+    /// Latency spread, uniform ± this (ms).
+    #[uniffi(default = 0)]
+    pub latency_jitter_ms: i64,
+    /// The request never reaches the server; the client waits for its timeout.
+    #[uniffi(default = 0.0)]
+    pub drop_request_rate: f64,
+    /// The server answered (and committed) but the answer is lost; the client sees a timeout.
+    #[uniffi(default = 0.0)]
+    pub drop_response_rate: f64,
+    /// The request reaches the server twice at once, as a load balancer's replay would.
+    #[uniffi(default = 0.0)]
+    pub duplicate_rate: f64,
+    /// The request hangs until the client's timeout without reaching the server.
+    #[uniffi(default = 0.0)]
+    pub timeout_rate: f64,
+    /// Mean time between the starts of two tunnels (ms); 0 for none.
+    #[uniffi(default = 0)]
+    pub tunnel_every_ms: i64,
+    /// Mean length of a tunnel (ms); with `tunnel_every_ms` 0, any value above 0 means always offline.
+    #[uniffi(default = 0)]
+    pub tunnel_length_ms: i64,
+    /// How long the simulated client waits before declaring a timeout (ms of the SDK clock).
+    #[uniffi(default = 15000)]
+    pub timeout_ms: i64,
+}
+
+fn ms(name: &str, v: i64) -> Result<u64> {
+    u64::try_from(v)
+        .map_err(|_| SendOnceError::config(format!("{name} must not be negative, got {v}")))
+}
+
+fn rate(name: &str, v: f64) -> Result<f64> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(SendOnceError::config(format!(
+            "{name} must be within [0, 1], got {v}"
+        )))
+    }
+}
+
+fn duration(name: &str, v: i64) -> Result<Duration> {
+    ms(name, v).map(Duration::from_millis)
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl TryFrom<NetsimSettings> for sendonce::NetsimSettings {
+    type Error = SendOnceError;
+    fn try_from(s: NetsimSettings) -> Result<Self> {
+        Ok(Self {
+            seed: s.seed,
+            latency_ms: ms("latency_ms", s.latency_ms)?,
+            latency_jitter_ms: ms("latency_jitter_ms", s.latency_jitter_ms)?,
+            drop_request_rate: rate("drop_request_rate", s.drop_request_rate)?,
+            drop_response_rate: rate("drop_response_rate", s.drop_response_rate)?,
+            duplicate_rate: rate("duplicate_rate", s.duplicate_rate)?,
+            timeout_rate: rate("timeout_rate", s.timeout_rate)?,
+            tunnel_every_ms: ms("tunnel_every_ms", s.tunnel_every_ms)?,
+            // i64::MAX is "forever", as u64::MAX is in the SDK.
+            tunnel_length_ms: if s.tunnel_length_ms == i64::MAX {
+                u64::MAX
+            } else {
+                ms("tunnel_length_ms", s.tunnel_length_ms)?
+            },
+            timeout_ms: ms("timeout_ms", s.timeout_ms)?,
+        })
+    }
+}
+
+impl From<sendonce::NetsimSettings> for NetsimSettings {
+    fn from(s: sendonce::NetsimSettings) -> Self {
+        Self {
+            seed: s.seed,
+            latency_ms: to_i64(s.latency_ms),
+            latency_jitter_ms: to_i64(s.latency_jitter_ms),
+            drop_request_rate: s.drop_request_rate,
+            drop_response_rate: s.drop_response_rate,
+            duplicate_rate: s.duplicate_rate,
+            timeout_rate: s.timeout_rate,
+            tunnel_every_ms: to_i64(s.tunnel_every_ms),
+            tunnel_length_ms: to_i64(s.tunnel_length_ms),
+            timeout_ms: to_i64(s.timeout_ms),
+        }
+    }
+}
+
+/// Named network conditions of train mode, switchable at run time.
+#[derive(Debug, Clone, PartialEq, uniffi::Enum)]
+pub enum NetworkProfile {
+    /// The real network, untouched.
+    Off,
+    /// No network at all.
+    Offline,
+    /// A commuter train: long tunnels, ~30% of answers lost, seconds of latency.
+    Train,
+    /// A weak signal: some requests and answers lost, some timeouts.
+    Flaky,
+    /// A load balancer that replays requests: many requests arrive twice.
+    LbReplay,
+    /// Anything else.
+    Custom { settings: NetsimSettings },
+}
+
+impl TryFrom<NetworkProfile> for sendonce::NetworkProfile {
+    type Error = SendOnceError;
+    fn try_from(p: NetworkProfile) -> Result<Self> {
+        Ok(match p {
+            NetworkProfile::Off => Self::Off,
+            NetworkProfile::Offline => Self::Offline,
+            NetworkProfile::Train => Self::Train,
+            NetworkProfile::Flaky => Self::Flaky,
+            NetworkProfile::LbReplay => Self::LbReplay,
+            NetworkProfile::Custom { settings } => Self::Custom(settings.try_into()?),
+        })
+    }
+}
+
+impl From<sendonce::NetworkProfile> for NetworkProfile {
+    fn from(p: sendonce::NetworkProfile) -> Self {
+        use sendonce::NetworkProfile as P;
+        match p {
+            P::Off => Self::Off,
+            P::Offline => Self::Offline,
+            P::Train => Self::Train,
+            P::Flaky => Self::Flaky,
+            P::LbReplay => Self::LbReplay,
+            P::Custom(settings) => Self::Custom {
+                settings: settings.into(),
+            },
+        }
+    }
+}
+
+/// Counts of what the network simulator did.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct NetsimStats {
+    /// Requests the app tried to send.
+    pub requests: u64,
+    /// Refused because a tunnel was on.
+    pub offline: u64,
+    /// Lost before the server.
+    pub dropped_requests: u64,
+    /// Answers lost after the server committed.
+    pub dropped_responses: u64,
+    /// Requests delivered twice.
+    pub duplicated: u64,
+    /// Hung until the timeout.
+    pub timeouts: u64,
+}
+
+impl From<sendonce::NetsimStats> for NetsimStats {
+    fn from(s: sendonce::NetsimStats) -> Self {
+        Self {
+            requests: s.requests,
+            offline: s.offline,
+            dropped_requests: s.dropped_requests,
+            dropped_responses: s.dropped_responses,
+            duplicated: s.duplicated,
+            timeouts: s.timeouts,
+        }
+    }
+}
+
+/// How the sender retries an unknown outcome (defaults match the SDK's).
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct RetryPolicy {
+    /// First backoff step (ms).
+    #[uniffi(default = 500)]
+    pub base_ms: i64,
+    /// Largest delay between two attempts (ms; also clamps `Retry-After`).
+    #[uniffi(default = 60000)]
+    pub cap_ms: i64,
+    /// Time after confirmation when the SDK stops sending (ms; below the server's key window).
+    #[uniffi(default = 86400000)]
+    pub give_up_after_ms: i64,
+    /// Full jitter on (the default).
+    #[uniffi(default = true)]
+    pub jitter: bool,
+    /// Retry budget: retries allowed in a burst.
+    #[uniffi(default = 20)]
+    pub budget_burst: u32,
+    /// Retry budget: retries regained per second.
+    #[uniffi(default = 2.0)]
+    pub budget_per_second: f64,
+}
+
+impl TryFrom<RetryPolicy> for sendonce::RetryPolicy {
+    type Error = SendOnceError;
+    fn try_from(r: RetryPolicy) -> Result<Self> {
+        Ok(Self {
+            base: duration("retry.base_ms", r.base_ms)?,
+            cap: duration("retry.cap_ms", r.cap_ms)?,
+            give_up_after: duration("retry.give_up_after_ms", r.give_up_after_ms)?,
+            jitter: r.jitter,
+            budget_burst: r.budget_burst,
+            budget_per_second: r.budget_per_second,
+        })
+    }
+}
+
+impl From<sendonce::RetryPolicy> for RetryPolicy {
+    fn from(r: sendonce::RetryPolicy) -> Self {
+        Self {
+            base_ms: r.base.as_millis() as i64,
+            cap_ms: r.cap.as_millis() as i64,
+            give_up_after_ms: r.give_up_after.as_millis() as i64,
+            jitter: r.jitter,
+            budget_burst: r.budget_burst,
+            budget_per_second: r.budget_per_second,
+        }
+    }
+}
+
+/// Everything `SendOnceCore.open` needs; only the URL and the file have no default.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct SendOnceConfig {
+    /// Server base URL, e.g. `https://api.example.com`.
+    pub base_url: String,
+    /// Path of the SQLite file that holds the transfers (app-private storage).
+    pub db_path: String,
+    /// Bearer token; can be replaced later with `set_access_token`.
+    #[uniffi(default = None)]
+    pub access_token: Option<String>,
+    /// Retry settings; `None` for the SDK's defaults.
+    #[uniffi(default = None)]
+    pub retry: Option<RetryPolicy>,
+    /// Time for one whole request (ms).
+    #[uniffi(default = 15000)]
+    pub request_timeout_ms: i64,
+    /// Time to establish a connection (ms).
+    #[uniffi(default = 5000)]
+    pub connect_timeout_ms: i64,
+    /// Network simulation at start; `None` for the real network.
+    #[uniffi(default = None)]
+    pub network_profile: Option<NetworkProfile>,
+    /// Transfers sent at once.
+    #[uniffi(default = 4)]
+    pub max_concurrent_sends: u32,
+    /// Simulated time: the SDK clock runs this many times faster than real time (tests and demos
+    /// only; `1.0`, the default, is the device clock).
+    #[uniffi(default = 1.0)]
+    pub clock_speed: f64,
+}
+
+impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {
+    type Error = SendOnceError;
+    fn try_from(c: SendOnceConfig) -> Result<Self> {
+        let mut builder = sendonce::SdkConfig::builder(c.base_url, c.db_path)
+            .request_timeout(duration("request_timeout_ms", c.request_timeout_ms)?)
+            .connect_timeout(duration("connect_timeout_ms", c.connect_timeout_ms)?)
+            .max_concurrent_sends(c.max_concurrent_sends as usize);
+        if let Some(token) = c.access_token {
+            builder = builder.access_token(token);
+        }
+        if let Some(retry) = c.retry {
+            builder = builder.retry(retry.try_into()?);
+        }
+        if let Some(profile) = c.network_profile {
+            builder = builder.network_profile(profile.try_into()?);
+        }
+        if !(c.clock_speed.is_finite() && c.clock_speed > 0.0) {
+            return Err(SendOnceError::config(format!(
+                "clock_speed must be above zero, got {}",
+                c.clock_speed
+            )));
+        }
+        if c.clock_speed != 1.0 {
+            let now = sendonce::SystemClock.now_ms();
+            builder = builder.clock(std::sync::Arc::new(sendonce::SimClock::new(
+                now,
+                c.clock_speed,
+            )));
+        }
+        Ok(builder.build()?)
+    }
+}
