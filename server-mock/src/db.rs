@@ -1,4 +1,4 @@
-//! The SQLite database: schema, pragmas and a panic-safe handle for async code.
+//! The SQLite database: pragmas, group commit and a panic-safe handle for async code (tables in [`crate::schema`]).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
+
+use crate::schema;
 
 /// Errors from the storage layer.
 #[derive(Debug, thiserror::Error)]
@@ -61,137 +63,6 @@ type Job = (
     Box<dyn FnOnce(&mut Connection) -> (bool, Deliver) + Send>,
 );
 
-const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS users (
-    user_id       TEXT PRIMARY KEY,
-    token         TEXT NOT NULL UNIQUE,
-    display_name  TEXT NOT NULL,
-    currency      TEXT NOT NULL,
-    created_at_ms INTEGER NOT NULL
-);
-
--- The primary key decides races between concurrent first requests.
-CREATE TABLE IF NOT EXISTS idempotency_keys (
-    user_id         TEXT NOT NULL,
-    idem_key        TEXT NOT NULL,
-    request_hash    BLOB NOT NULL,
-    state           TEXT NOT NULL CHECK (state IN ('in_progress', 'completed')),
-    lock_id         TEXT NOT NULL,
-    locked_at_ms    INTEGER NOT NULL,
-    created_at_ms   INTEGER NOT NULL,
-    bucket          INTEGER NOT NULL,
-    response_status INTEGER,
-    response_body   BLOB,
-    PRIMARY KEY (user_id, idem_key)
-) WITHOUT ROWID;
--- Expiry deletes whole buckets; the reaper scans stuck keys.
--- (bucket, created_at_ms): new keys append at the index's right end instead of landing on a
--- random leaf (keys are random UUIDs), one page written per group commit instead of one per
--- request. The stuck-key index holds only IN_PROGRESS rows, so it stays a few pages.
-DROP INDEX IF EXISTS idempotency_keys_bucket;
-DROP INDEX IF EXISTS idempotency_keys_stuck;
-CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys (bucket, created_at_ms);
-CREATE INDEX IF NOT EXISTS idempotency_keys_in_progress
-    ON idempotency_keys (locked_at_ms) WHERE state = 'in_progress';
-
-CREATE TABLE IF NOT EXISTS ledger (
-    entry_id      INTEGER PRIMARY KEY AUTOINCREMENT,
-    user_id       TEXT NOT NULL,
-    kind          TEXT NOT NULL CHECK (kind IN ('deposit', 'debit', 'credit')),
-    amount_minor  INTEGER NOT NULL CHECK (amount_minor > 0),
-    transfer_id   TEXT,
-    idem_key      TEXT,
-    request_hash  BLOB,
-    counterparty  TEXT,
-    currency      TEXT NOT NULL,
-    note          TEXT,
-    created_at_ms INTEGER NOT NULL
-);
--- The last guard: one debit per (user, key), even after the key row has expired.
-CREATE UNIQUE INDEX IF NOT EXISTS ledger_one_debit_per_key
-    ON ledger (user_id, idem_key) WHERE kind = 'debit';
-CREATE INDEX IF NOT EXISTS ledger_user ON ledger (user_id);
-CREATE INDEX IF NOT EXISTS ledger_transfer ON ledger (transfer_id);
-
--- Balance cache: always the sum of the user's ledger, maintained by triggers in the same
--- transaction as every ledger change, so a transfer reads one row instead of summing the
--- sender's whole history.
-CREATE TABLE IF NOT EXISTS balances (
-    user_id       TEXT PRIMARY KEY,
-    balance_minor INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS balances_meta (name TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS ledger_balance_insert AFTER INSERT ON ledger BEGIN
-    INSERT INTO balances (user_id, balance_minor)
-    VALUES (NEW.user_id,
-            CASE NEW.kind WHEN 'debit' THEN -NEW.amount_minor ELSE NEW.amount_minor END)
-    ON CONFLICT (user_id) DO UPDATE SET balance_minor = balance_minor + excluded.balance_minor;
-END;
-CREATE TRIGGER IF NOT EXISTS ledger_balance_delete AFTER DELETE ON ledger BEGIN
-    UPDATE balances
-    SET balance_minor = balance_minor
-        - CASE OLD.kind WHEN 'debit' THEN -OLD.amount_minor ELSE OLD.amount_minor END
-    WHERE user_id = OLD.user_id;
-END;
-CREATE TRIGGER IF NOT EXISTS ledger_balance_update
-AFTER UPDATE OF user_id, kind, amount_minor ON ledger BEGIN
-    UPDATE balances
-    SET balance_minor = balance_minor
-        - CASE OLD.kind WHEN 'debit' THEN -OLD.amount_minor ELSE OLD.amount_minor END
-    WHERE user_id = OLD.user_id;
-    INSERT INTO balances (user_id, balance_minor)
-    VALUES (NEW.user_id,
-            CASE NEW.kind WHEN 'debit' THEN -NEW.amount_minor ELSE NEW.amount_minor END)
-    ON CONFLICT (user_id) DO UPDATE SET balance_minor = balance_minor + excluded.balance_minor;
-END;
-
-CREATE TABLE IF NOT EXISTS outbox (
-    event_id      INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind          TEXT NOT NULL,
-    transfer_id   TEXT NOT NULL,
-    payload       TEXT NOT NULL,
-    created_at_ms INTEGER NOT NULL,
-    published     INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS outbox_unpublished ON outbox (event_id) WHERE published = 0;
-
--- One row per (consumer, event) handled; inserted in the same transaction as the effect.
-CREATE TABLE IF NOT EXISTS inbox (
-    consumer        TEXT NOT NULL,
-    event_id        INTEGER NOT NULL,
-    processed_at_ms INTEGER NOT NULL,
-    PRIMARY KEY (consumer, event_id)
-) WITHOUT ROWID;
-
-CREATE TABLE IF NOT EXISTS sms (
-    sms_id        INTEGER PRIMARY KEY AUTOINCREMENT,
-    user_id       TEXT NOT NULL,
-    transfer_id   TEXT NOT NULL,
-    text          TEXT NOT NULL,
-    created_at_ms INTEGER NOT NULL
-);
-
-CREATE TABLE IF NOT EXISTS beneficiaries (
-    beneficiary_id TEXT PRIMARY KEY,
-    user_id        TEXT NOT NULL,
-    phone          TEXT NOT NULL,
-    name           TEXT NOT NULL,
-    created_at_ms  INTEGER NOT NULL,
-    UNIQUE (user_id, phone)
-);
-
--- Benchmark baseline: the same kind of row a transfer writes, with no idempotency at all.
-CREATE TABLE IF NOT EXISTS bench_plain (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    user_id       TEXT NOT NULL,
-    to_user_id    TEXT NOT NULL,
-    amount_minor  INTEGER NOT NULL,
-    currency      TEXT NOT NULL,
-    note          TEXT,
-    created_at_ms INTEGER NOT NULL
-);
-"#;
-
 impl Db {
     /// Opens (creating if needed) the database at `path` or in memory for `:memory:`.
     pub fn open(path: &str) -> Result<Self, DbError> {
@@ -238,8 +109,7 @@ impl Db {
         // commits pay the checkpoint. Durability is unchanged (it is the WAL's fsync).
         conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.execute_batch(SCHEMA)?;
-        migrate_balances(&conn)?;
+        schema::create(&conn)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
     }
@@ -315,29 +185,6 @@ impl Db {
         .await
         .map_err(|e| DbError::Task(e.to_string()))?
     }
-}
-
-/// Creates the balance cache for a database made before it existed: one row per user with
-/// the sum of their ledger, kept equal to that sum by the `ledger_balance` trigger.
-fn migrate_balances(conn: &Connection) -> Result<(), DbError> {
-    let tx = conn.unchecked_transaction()?;
-    let filled: i64 = tx.query_row(
-        "SELECT COUNT(*) FROM balances_meta WHERE name = 'backfilled'",
-        [],
-        |r| r.get(0),
-    )?;
-    if filled == 0 {
-        tx.execute_batch(
-            "DELETE FROM balances;
-             INSERT INTO balances (user_id, balance_minor)
-                 SELECT user_id,
-                        SUM(CASE kind WHEN 'debit' THEN -amount_minor ELSE amount_minor END)
-                 FROM ledger GROUP BY user_id;
-             INSERT INTO balances_meta (name) VALUES ('backfilled');",
-        )?;
-    }
-    tx.commit()?;
-    Ok(())
 }
 
 /// The writer thread: takes every queued job, runs them in group transactions and

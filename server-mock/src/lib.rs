@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod outbox;
 pub mod problem;
 pub mod reaper;
+mod schema;
 pub mod serve;
 pub mod transfer;
 
