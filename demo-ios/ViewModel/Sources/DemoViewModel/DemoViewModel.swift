@@ -311,7 +311,7 @@ public final class DemoViewModel {
                 trainMode: model.trainMode, networkAvailable: model.networkAvailable
             )
         } catch {
-            if generation == connectGeneration { model.loading = false; model.setupError = setupText(url, error) }
+            if generation == connectGeneration { model.loading = false; model.setupError = Texts.setupText(url, error, currency: options.currency) }
             return
         }
         guard !closed, generation == connectGeneration else {
@@ -417,18 +417,6 @@ public final class DemoViewModel {
         } catch {
             if session === s { model.balanceError = "can't reach the server" }
         }
-    }
-
-    private func setupText(_ url: String, _ e: Error) -> String {
-        if let http = e as? HTTPStatusError {
-            if http.status == 404 {
-                return "The server at \(url) has no test API: the demo creates its users with server-mock's POST /v1/test/users."
-            }
-            return "The server at \(url) answered \(http.status) when creating the demo user."
-        }
-        if e is SendOnceError { return Texts.errorText(e, currency: options.currency) }
-        return "Cannot reach the server at \(url). Is server-mock running on your Mac "
-            + "(cargo run -p server-mock -- --listen 127.0.0.1:8080)? Check the server URL in Settings."
     }
 
     /// The screen from the model, the composer and the SDK's list.

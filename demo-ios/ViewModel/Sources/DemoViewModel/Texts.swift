@@ -4,6 +4,19 @@ import Foundation
 import SendOnce
 
 public enum Texts {
+    /// Why the demo could not set itself up against the server at `url`.
+    public static func setupText(_ url: String, _ e: Error, currency: String) -> String {
+        if let http = e as? HTTPStatusError {
+            if http.status == 404 {
+                return "The server at \(url) has no test API: the demo creates its users with server-mock's POST /v1/test/users."
+            }
+            return "The server at \(url) answered \(http.status) when creating the demo user."
+        }
+        if e is SendOnceError { return errorText(e, currency: currency) }
+        return "Cannot reach the server at \(url). Is server-mock running on your Mac "
+            + "(cargo run -p server-mock -- --listen 127.0.0.1:8080)? Check the server URL in Settings."
+    }
+
     /// The SDK's per-transfer limit (1e12 minor units), for the invalid-amount text.
     public static let maxAmountMinor: Int64 = 1_000_000_000_000
 
