@@ -164,8 +164,10 @@ fn swift(
     iterations: usize,
     calls: &mut Calls,
 ) -> Result<String, String> {
-    if !Path::new("/opt/sendonce/swift-root/.sendonce-ready").exists() {
-        return Err("no Swift chroot at /opt/sendonce/swift-root (scripts/setup-swift)".into());
+    // The same default and variable as scripts/setup-swift.
+    let root = std::env::var("SENDONCE_SWIFT_ROOT").unwrap_or_else(|_| "/opt/sendonce/swift-root".into());
+    if !Path::new(&root).join(".sendonce-ready").exists() {
+        return Err(format!("no Swift chroot at {root} (scripts/setup-swift)"));
     }
     let pkg = target.join("bench-ffi/swift");
     let src = pkg.join("Sources");

@@ -14,7 +14,7 @@ dependencyResolutionManagement {
         google()
         mavenCentral()
         // io.sendonce:sendonce-kotlin and io.sendonce.demo:demo-viewmodel, installed by
-        // `scripts/test-all bindings kotlin demo-android` (mvn install) from the repo root.
+        // `mvn install` (the root pom.xml reactor) from the repo root.
         mavenLocal {
             content { includeGroupByRegex("io\\.sendonce.*") }
         }
