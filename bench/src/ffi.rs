@@ -165,7 +165,8 @@ fn swift(
     calls: &mut Calls,
 ) -> Result<String, String> {
     // The same default and variable as scripts/setup-swift.
-    let root = std::env::var("SENDONCE_SWIFT_ROOT").unwrap_or_else(|_| "/opt/sendonce/swift-root".into());
+    let root =
+        std::env::var("SENDONCE_SWIFT_ROOT").unwrap_or_else(|_| "/opt/sendonce/swift-root".into());
     if !Path::new(&root).join(".sendonce-ready").exists() {
         return Err(format!("no Swift chroot at {root} (scripts/setup-swift)"));
     }
