@@ -77,6 +77,11 @@ fn one(
             key: &key,
             hash: &hash,
             lock_id: &lock,
+            lease: idempotency::Lease {
+                instance: "bench",
+                mono_ms: n as i64,
+            },
+            body: key.as_bytes(),
             now_ms: now,
             bucket_width_ms: 86_400_000,
         },

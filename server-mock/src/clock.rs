@@ -22,9 +22,9 @@ impl Clock {
         wall.saturating_add(self.offset_ms.load(Ordering::SeqCst))
     }
 
-    /// Moves the clock forward (test API); returns the new total offset.
+    /// Moves the clock by `ms`, forward or back (test API); returns the new total offset.
     pub fn advance(&self, ms: i64) -> i64 {
-        let delta = ms.max(0);
+        let delta = ms;
         let step = |off: i64| Some(off.saturating_add(delta));
         // fetch_update with a closure that always returns Some cannot fail.
         let old = self
@@ -59,13 +59,14 @@ mod tests {
     }
 
     #[test]
-    fn advance_moves_forward_only() {
+    fn advance_moves_both_ways() {
         let c = Clock::default();
         let before = c.now_ms();
         c.advance(10_000);
         c.advance(-5);
-        assert!(c.now_ms() >= before + 10_000);
-        assert_eq!(c.offset_ms(), 10_000);
+        assert!(c.now_ms() >= before + 9_995);
+        assert_eq!(c.offset_ms(), 9_995);
+        c.advance(-9_995);
         c.advance(i64::MAX);
         c.advance(i64::MAX);
         assert_eq!(c.offset_ms(), i64::MAX, "saturates instead of wrapping");

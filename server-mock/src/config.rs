@@ -15,6 +15,10 @@ pub struct ServerConfig {
     pub gateway_delay: Duration,
     /// Whether the `/v1/test/*` and `/v1/bench/*` endpoints are mounted.
     pub test_api: bool,
+    /// Test-only builds: the debit transaction skips the lock check (the fence), so tests
+    /// and rides can show the double payments it prevents. Never in a shipped binary.
+    #[cfg(feature = "unfenced")]
+    pub unfenced: bool,
 }
 
 impl Default for ServerConfig {
@@ -25,6 +29,27 @@ impl Default for ServerConfig {
             lock_timeout: Duration::from_secs(60),
             gateway_delay: Duration::from_millis(5),
             test_api: true,
+            #[cfg(feature = "unfenced")]
+            unfenced: false,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// This configuration with the fence switched off, in a test-only build (feature
+    /// `unfenced`); any other build refuses, so a shipped binary can never run unfenced.
+    pub fn without_fence(self) -> Result<Self, String> {
+        #[cfg(feature = "unfenced")]
+        {
+            Ok(Self {
+                unfenced: true,
+                ..self
+            })
+        }
+        #[cfg(not(feature = "unfenced"))]
+        {
+            let _ = self;
+            Err("this build has no unfenced mode (a test-only build with the cargo feature `unfenced` has)".into())
         }
     }
 }

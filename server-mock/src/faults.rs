@@ -12,6 +12,13 @@ pub struct FaultSettings {
     pub gateway_delay_ms: Option<u64>,
     /// Abort the process after the key row commits, before the ledger transaction.
     pub crash_after_key_insert: bool,
+    /// Abort the process after the gateway authorised, before the ledger transaction.
+    pub crash_after_gateway: bool,
+    /// Probability that one gateway step takes `slow_gateway_ms` instead (a step slower
+    /// than its lease).
+    pub slow_gateway_rate: f64,
+    /// Latency of a slow gateway step in milliseconds.
+    pub slow_gateway_ms: u64,
     /// Probability of answering 503 before touching anything.
     pub error_503_rate: f64,
     /// Probability of committing a transfer and then dropping the connection unanswered.
@@ -30,6 +37,12 @@ pub struct FaultPatch {
     pub gateway_delay_ms: Option<u64>,
     /// See [`FaultSettings::crash_after_key_insert`].
     pub crash_after_key_insert: Option<bool>,
+    /// See [`FaultSettings::crash_after_gateway`].
+    pub crash_after_gateway: Option<bool>,
+    /// See [`FaultSettings::slow_gateway_rate`].
+    pub slow_gateway_rate: Option<f64>,
+    /// See [`FaultSettings::slow_gateway_ms`].
+    pub slow_gateway_ms: Option<u64>,
     /// See [`FaultSettings::error_503_rate`].
     pub error_503_rate: Option<f64>,
     /// See [`FaultSettings::drop_response_after_commit_rate`].
@@ -99,6 +112,7 @@ impl Faults {
                 patch.drop_response_after_commit_rate,
             ),
             ("duplicate_delivery_rate", patch.duplicate_delivery_rate),
+            ("slow_gateway_rate", patch.slow_gateway_rate),
         ] {
             if let Some(r) = rate {
                 if !(0.0..=1.0).contains(&r) {
@@ -113,6 +127,15 @@ impl Faults {
             }
             if let Some(v) = patch.crash_after_key_insert {
                 s.crash_after_key_insert = v;
+            }
+            if let Some(v) = patch.crash_after_gateway {
+                s.crash_after_gateway = v;
+            }
+            if let Some(v) = patch.slow_gateway_rate {
+                s.slow_gateway_rate = v;
+            }
+            if let Some(v) = patch.slow_gateway_ms {
+                s.slow_gateway_ms = v;
             }
             if let Some(v) = patch.error_503_rate {
                 s.error_503_rate = v;
@@ -144,8 +167,11 @@ impl Faults {
         self.with(|inner| inner.settings.clone())
     }
 
-    /// Latency of the gateway step now.
+    /// Latency of this gateway step (a slow one now and then, when so configured).
     pub fn gateway_delay(&self) -> Duration {
+        if self.roll(|s| s.slow_gateway_rate) {
+            return Duration::from_millis(self.with(|inner| inner.settings.slow_gateway_ms));
+        }
         self.with(|inner| inner.settings.gateway_delay_ms)
             .map(Duration::from_millis)
             .unwrap_or(self.default_gateway_delay)
@@ -154,6 +180,11 @@ impl Faults {
     /// Whether to crash between the key insert and the ledger transaction.
     pub fn crash_after_key_insert(&self) -> bool {
         self.with(|inner| inner.settings.crash_after_key_insert)
+    }
+
+    /// Whether to crash between the gateway's authorisation and the ledger transaction.
+    pub fn crash_after_gateway(&self) -> bool {
+        self.with(|inner| inner.settings.crash_after_gateway)
     }
 
     fn roll(&self, pick: impl FnOnce(&FaultSettings) -> f64) -> bool {

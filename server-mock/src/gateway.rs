@@ -1,18 +1,16 @@
-//! The simulated payment gateway: latency, and idempotency on our key.
+//! The simulated payment gateway: latency, and idempotency on our key, kept on disk.
+//!
+//! A real gateway is a third party that remembers every authorisation it gave. This one
+//! keeps its records in its own table (`gateway_authorizations`), so a retry after a
+//! crash, a restart or a reaper release presents the same key and gets the same
+//! authorisation back: step (2) may run more than once, the gateway authorises once.
+//! Nothing per key lives in memory.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
-/// An external gateway stand-in that authorises each (user, key) once.
-///
-/// It lives in memory, like a third party we cannot see into: a retry after a crash or a
-/// reaper release sends the same key again and gets the same authorisation back, so the
-/// gateway never charges twice even though our step (2) may run more than once.
-#[derive(Debug, Default)]
-pub struct Gateway {
-    auths: Mutex<HashMap<(String, String), Authorization>>,
-}
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::db::{Db, DbError, Durability};
 
 /// What the gateway returned for a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,27 +21,71 @@ pub struct Authorization {
     pub calls: u32,
 }
 
-impl Gateway {
-    /// Waits `delay`, then authorises `amount` under (user, key), idempotently.
-    pub async fn authorize(&self, delay: Duration, user_id: &str, key: &str) -> Authorization {
-        tokio::time::sleep(delay).await;
-        let mut auths = self.auths.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = auths
-            .entry((user_id.to_string(), key.to_string()))
-            .or_insert_with(|| Authorization {
-                authorization_id: format!("auth_{}", uuid::Uuid::new_v4().simple()),
-                calls: 0,
-            });
-        entry.calls += 1;
-        entry.clone()
-    }
+/// Waits `delay`, then authorises (user, key), idempotently.
+///
+/// The record commits with synchronous=NORMAL: it survives a process crash (the case
+/// the reaper handles), and the debit commit that follows is FULL, whose fsync makes it
+/// durable too.
+pub async fn authorize(
+    db: &Db,
+    delay: Duration,
+    user_id: &str,
+    key: &str,
+    now_ms: i64,
+) -> Result<Authorization, DbError> {
+    tokio::time::sleep(delay).await;
+    let (user, key) = (user_id.to_string(), key.to_string());
+    let fresh = format!("auth_{}", uuid::Uuid::new_v4().simple());
+    db.write(Durability::Normal, move |c| {
+        let (authorization_id, calls): (String, i64) = c
+            .prepare_cached(
+                "INSERT INTO gateway_authorizations
+                     (user_id, idem_key, authorization_id, calls, created_at_ms)
+                 VALUES (?1, ?2, ?3, 1, ?4)
+                 ON CONFLICT (user_id, idem_key) DO UPDATE SET calls = calls + 1
+                 RETURNING authorization_id, calls",
+            )?
+            .query_row(params![user, key, fresh, now_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+        Ok(Authorization {
+            authorization_id,
+            calls: u32::try_from(calls).unwrap_or(u32::MAX),
+        })
+    })
+    .await
+}
 
-    /// (distinct authorisations, total calls) since start.
-    pub fn counts(&self) -> (usize, u64) {
-        let auths = self.auths.lock().unwrap_or_else(|p| p.into_inner());
-        let calls = auths.values().map(|a| u64::from(a.calls)).sum();
-        (auths.len(), calls)
-    }
+/// The authorisation given for (user, key), if any (the reaper asks before it releases).
+pub fn lookup(conn: &Connection, user_id: &str, key: &str) -> Result<Option<String>, DbError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT authorization_id FROM gateway_authorizations
+             WHERE user_id = ?1 AND idem_key = ?2",
+        )?
+        .query_row(params![user_id, key], |r| r.get(0))
+        .optional()?)
+}
+
+/// (distinct authorisations, total calls), from the table: they survive restarts.
+pub fn counts(conn: &Connection) -> Result<(i64, i64), DbError> {
+    Ok(conn.query_row(
+        "SELECT COUNT(*), COALESCE(SUM(calls), 0) FROM gateway_authorizations",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?)
+}
+
+/// Forgets authorisations older than `before_ms`, at most `limit` of them: the gateway's
+/// records need only outlive the key window (after it the ledger's UNIQUE guard holds).
+pub fn expire_chunk(conn: &Connection, before_ms: i64, limit: usize) -> Result<usize, DbError> {
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM gateway_authorizations WHERE (user_id, idem_key) IN
+                (SELECT user_id, idem_key FROM gateway_authorizations
+                 WHERE created_at_ms < ?1 ORDER BY created_at_ms LIMIT ?2)",
+        )?
+        .execute(params![before_ms, i64::try_from(limit).unwrap_or(i64::MAX)])?)
 }
 
 #[cfg(test)]
@@ -51,14 +93,20 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn same_key_same_authorization() {
-        let g = Gateway::default();
-        let a = g.authorize(Duration::ZERO, "u", "k").await;
-        let b = g.authorize(Duration::ZERO, "u", "k").await;
-        let c = g.authorize(Duration::ZERO, "v", "k").await;
-        assert_eq!(a.authorization_id, b.authorization_id);
+    async fn same_key_same_authorization_across_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db").display().to_string();
+        let db = Db::open(&path).unwrap();
+        let a = authorize(&db, Duration::ZERO, "u", "k", 1).await.unwrap();
+        let c = authorize(&db, Duration::ZERO, "v", "k", 1).await.unwrap();
+        drop(db);
+        let db = Db::open(&path).unwrap();
+        let b = authorize(&db, Duration::ZERO, "u", "k", 2).await.unwrap();
+        assert_eq!(a.authorization_id, b.authorization_id, "a restart keeps it");
         assert_ne!(a.authorization_id, c.authorization_id);
         assert_eq!(b.calls, 2);
-        assert_eq!(g.counts(), (2, 3));
+        assert_eq!(db.read(|c| counts(c)).await.unwrap(), (2, 3));
+        let gone = db.write(Durability::Full, |c| expire_chunk(c, 2, 10)).await;
+        assert_eq!(gone.unwrap(), 2);
     }
 }

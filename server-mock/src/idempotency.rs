@@ -108,10 +108,23 @@ pub struct NewKey<'a> {
     pub hash: &'a [u8],
     /// Random id of this attempt, so only the owner can complete the row.
     pub lock_id: &'a str,
+    /// The lease: which server process holds the lock, and when it took it.
+    pub lease: Lease<'a>,
+    /// The exact request body (the reaper finishes an authorised transfer from it).
+    pub body: &'a [u8],
     /// Server time now.
     pub now_ms: i64,
     /// Expiry bucket width.
     pub bucket_width_ms: i64,
+}
+
+/// When a lock was taken, in the holder's monotonic time (a wall-clock jump moves neither).
+#[derive(Debug, Clone, Copy)]
+pub struct Lease<'a> {
+    /// Random id of the server process (one per start).
+    pub instance: &'a str,
+    /// Milliseconds since that process started.
+    pub mono_ms: i64,
 }
 
 /// Phase 1: insert the key row `IN_PROGRESS`; the primary key decides a race.
@@ -123,8 +136,9 @@ pub fn claim(conn: &mut Connection, k: &NewKey<'_>) -> Result<Claim, DbError> {
     let inserted = tx
         .prepare_cached(
             "INSERT INTO idempotency_keys
-            (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms, bucket)
-         VALUES (?1, ?2, ?3, 'in_progress', ?4, ?5, ?5, ?6)
+            (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms, bucket,
+             lock_instance, lock_mono_ms, request_body)
+         VALUES (?1, ?2, ?3, 'in_progress', ?4, ?5, ?5, ?6, ?7, ?8, ?9)
          ON CONFLICT (user_id, idem_key) DO NOTHING",
         )?
         .execute(params![
@@ -133,7 +147,10 @@ pub fn claim(conn: &mut Connection, k: &NewKey<'_>) -> Result<Claim, DbError> {
             k.hash,
             k.lock_id,
             k.now_ms,
-            k.now_ms.div_euclid(k.bucket_width_ms)
+            k.now_ms.div_euclid(k.bucket_width_ms),
+            k.lease.instance,
+            k.lease.mono_ms,
+            k.body
         ])?;
     if inserted == 1 {
         tx.commit()?;
@@ -162,8 +179,10 @@ pub struct KeyRow {
 }
 
 impl KeyRow {
-    fn into_existing(self, hash: &[u8]) -> Existing {
-        let same_request = self.hash == hash;
+    /// What this row means for a request with fingerprint `hash`. A closed key (see
+    /// [`close_unexecuted`]) answers every request with its stored 404.
+    pub fn into_existing(self, hash: &[u8]) -> Existing {
+        let same_request = self.hash == hash || self.hash.is_empty();
         match (self.completed, self.status, self.body) {
             (true, Some(status), Some(body)) => Existing::Completed {
                 same_request,
@@ -193,6 +212,20 @@ pub fn read(conn: &Connection, user_id: &str, key: &str) -> Result<Option<KeyRow
         .optional()?)
 }
 
+/// The fence: whether the key row is still `IN_PROGRESS` under `lock_id`. Checked inside
+/// the transaction that moves money, so a request whose lock was lost (reaped, expired,
+/// finished by the reaper) moves nothing.
+pub fn holds(conn: &Connection, user_id: &str, key: &str, lock_id: &str) -> Result<bool, DbError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM idempotency_keys
+             WHERE user_id = ?1 AND idem_key = ?2 AND lock_id = ?3 AND state = 'in_progress'",
+        )?
+        .query_row(params![user_id, key, lock_id], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
 /// Completes the row we own with its response; a no-op if the reaper took it from us.
 pub fn complete(
     conn: &Connection,
@@ -210,6 +243,38 @@ pub fn complete(
         )?
         .execute(params![user_id, key, lock_id, status, body])?;
     Ok(n == 1)
+}
+
+/// Closes a key nothing ran under (no row, no debit): a completed row with an empty
+/// fingerprint and the given 404 answer, so the "not executed" a status look-up just said
+/// stays true — a late duplicate of the request replays it instead of moving money.
+/// Returns the row that decides: ours, or one a concurrent request claimed first.
+pub fn close_unexecuted(
+    conn: &mut Connection,
+    user_id: &str,
+    key: &str,
+    now_ms: i64,
+    bucket_width_ms: i64,
+    body: &[u8],
+) -> Result<KeyRow, DbError> {
+    let tx = conn.savepoint()?;
+    tx.prepare_cached(
+        "INSERT INTO idempotency_keys
+            (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms, bucket,
+             response_status, response_body)
+         VALUES (?1, ?2, x'', 'completed', '', ?3, ?3, ?4, 404, ?5)
+         ON CONFLICT (user_id, idem_key) DO NOTHING",
+    )?
+    .execute(params![
+        user_id,
+        key,
+        now_ms,
+        now_ms.div_euclid(bucket_width_ms),
+        body
+    ])?;
+    let row = read(&tx, user_id, key)?;
+    tx.commit()?;
+    row.ok_or_else(|| DbError::Task("key row vanished inside its transaction".into()))
 }
 
 /// Releases (deletes) the row we own, so a retry executes from scratch.

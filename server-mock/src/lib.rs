@@ -20,7 +20,9 @@ pub mod serve;
 pub mod transfer;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
@@ -43,8 +45,12 @@ pub struct AppState {
     pub clock: Clock,
     /// Injected faults.
     pub faults: Faults,
-    /// The simulated payment gateway.
-    pub gateway: gateway::Gateway,
+    /// Random id of this server process: key locks it holds carry it (see `lease`).
+    pub instance: String,
+    /// When this process started; lock ages are measured from it, never from the wall clock.
+    started: Instant,
+    /// Largest transfer amount accepted now (the test API can lower it).
+    max_amount_minor: AtomicI64,
     /// Wakes the relay (a transfer committed, a replay was requested).
     pub relay_wake: Notify,
     /// Wakes the reaper (the clock moved).
@@ -60,13 +66,50 @@ impl AppState {
         let db = Db::open(&config.db)?;
         Ok(Arc::new(Self {
             faults: Faults::new(config.gateway_delay),
-            gateway: gateway::Gateway::default(),
+            instance: uuid::Uuid::new_v4().simple().to_string(),
+            started: Instant::now(),
+            max_amount_minor: AtomicI64::new(transfer::MAX_AMOUNT_MINOR),
             config,
             db,
             clock: Clock::default(),
             relay_wake: Notify::new(),
             reaper_wake: Notify::new(),
         }))
+    }
+
+    /// Milliseconds since this process started (monotonic: wall-clock jumps do not move it).
+    pub fn mono_ms(&self) -> i64 {
+        i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// A lease taken now by this process.
+    pub fn lease(&self) -> idempotency::Lease<'_> {
+        idempotency::Lease {
+            instance: &self.instance,
+            mono_ms: self.mono_ms(),
+        }
+    }
+
+    /// Largest amount a transfer may move now.
+    pub fn max_amount_minor(&self) -> i64 {
+        self.max_amount_minor.load(Ordering::SeqCst)
+    }
+
+    /// Sets the amount limit (test API), clamped to 1..=[`transfer::MAX_AMOUNT_MINOR`].
+    pub fn set_max_amount_minor(&self, limit: i64) -> i64 {
+        let limit = limit.clamp(1, transfer::MAX_AMOUNT_MINOR);
+        self.max_amount_minor.store(limit, Ordering::SeqCst);
+        limit
+    }
+
+    /// Whether the debit transaction checks the lock (always, unless a test-only build
+    /// switched the fence off to show what it prevents).
+    pub fn fenced(&self) -> bool {
+        #[cfg(feature = "unfenced")]
+        if self.config.unfenced {
+            return false;
+        }
+        true
     }
 
     /// The key window in milliseconds.

@@ -30,6 +30,9 @@ struct Args {
     /// Do not mount the /v1/test and /v1/bench endpoints.
     #[arg(long)]
     no_test_api: bool,
+    /// Test-only builds (feature `unfenced`): move money even when the key's lock was lost.
+    #[arg(long, hide = true)]
+    unsafe_no_fence: bool,
 }
 
 #[tokio::main]
@@ -53,6 +56,17 @@ async fn main() -> ExitCode {
         lock_timeout: args.lock_timeout,
         gateway_delay: args.gateway_delay,
         test_api: !args.no_test_api,
+        ..ServerConfig::default()
+    };
+    let config = match args.unsafe_no_fence {
+        false => config,
+        true => match config.without_fence() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("--unsafe-no-fence: {e}");
+                return ExitCode::from(2);
+            }
+        },
     };
     let server = match start(config, args.listen).await {
         Ok(s) => s,

@@ -2,18 +2,21 @@
 
 use std::time::Duration;
 
-use rusqlite::{params, Connection, TransactionBehavior};
+use rusqlite::{params, Connection};
 use tokio::sync::watch;
 
 use crate::db::{DbError, Durability};
-use crate::{idempotency, ledger, App};
+use crate::{gateway, idempotency, ledger, transfer, App};
 
 /// What one reaper pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Pass {
     /// Stuck keys completed from a ledger debit (money had moved).
     pub completed: usize,
-    /// Stuck keys released (no money moved): a retry will execute once.
+    /// Stuck keys the gateway had authorised but no debit followed (the holder died or
+    /// stalled between the phases): finished here, through the same fenced commit.
+    pub finished: usize,
+    /// Stuck keys released (no money moved, nothing authorised): a retry will execute once.
     pub released: usize,
     /// Key rows removed by bucket expiry.
     pub expired: usize,
@@ -41,17 +44,45 @@ pub async fn run(app: App, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-/// One pass at the current server time.
+/// One pass: resolve every key whose lease ran out, then expire old buckets.
 pub async fn pass(app: &App) -> Result<Pass, DbError> {
+    let mut p = Pass::default();
+    // The lease is measured in this process's monotonic time, never the wall clock: a
+    // lock held by another (dead) process is out at once, one of ours after lock_timeout.
+    let timeout_ms = i64::try_from(app.config.lock_timeout.as_millis()).unwrap_or(i64::MAX);
+    let (me, cutoff) = (
+        app.instance.clone(),
+        app.mono_ms().saturating_sub(timeout_ms),
+    );
+    let stuck = app.db.read(move |c| stuck_keys(c, &me, cutoff)).await?;
+    let fenced = app.fenced();
+    for key in stuck {
+        let now = app.clock.now_ms();
+        let outcome = app
+            .db
+            .write(Durability::Full, move |c| resolve(c, &key, now, fenced))
+            .await?;
+        match outcome {
+            Resolved::Completed => p.completed += 1,
+            Resolved::Finished => p.finished += 1,
+            Resolved::Released => p.released += 1,
+            Resolved::Moved => {}
+        }
+    }
+    if p.finished > 0 {
+        app.relay_wake.notify_one();
+    }
+    p.expired = expire(app).await?;
+    Ok(p)
+}
+
+/// Whole expired buckets, a chunk per group-commit job: between chunks the requests'
+/// commits go through, so a 100k-row bucket never stalls them for its whole delete.
+/// The gateway's records go after the same window.
+async fn expire(app: &App) -> Result<usize, DbError> {
     let now = app.clock.now_ms();
-    let lock_timeout_ms = i64::try_from(app.config.lock_timeout.as_millis()).unwrap_or(i64::MAX);
     let window_ms = app.key_window_ms();
-    let mut p = app
-        .db
-        .call(move |c| resolve_stuck(c, now.saturating_sub(lock_timeout_ms)))
-        .await?;
-    // Whole expired buckets, a chunk per group-commit job: between chunks the requests'
-    // commits go through, so a 100k-row bucket never stalls them for its whole delete.
+    let mut expired = 0;
     loop {
         let n = app
             .db
@@ -59,45 +90,96 @@ pub async fn pass(app: &App) -> Result<Pass, DbError> {
                 idempotency::expire_chunk(c, now, window_ms, EXPIRE_CHUNK)
             })
             .await?;
-        p.expired += n;
+        expired += n;
         if n < EXPIRE_CHUNK {
-            return Ok(p);
+            break;
         }
     }
+    let before = now.saturating_sub(window_ms);
+    while app
+        .db
+        .write(Durability::Normal, move |c| {
+            gateway::expire_chunk(c, before, EXPIRE_CHUNK)
+        })
+        .await?
+        == EXPIRE_CHUNK
+    {}
+    Ok(expired)
 }
 
 /// Key rows removed per expiry transaction.
 const EXPIRE_CHUNK: usize = 1_000;
 
-/// Completes or releases every key locked before `locked_before`.
-fn resolve_stuck(conn: &mut Connection, locked_before: i64) -> Result<Pass, DbError> {
-    let mut p = Pass::default();
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let stuck: Vec<(String, String, String)> = {
-        let mut stmt = tx.prepare(
-            "SELECT user_id, idem_key, lock_id FROM idempotency_keys
-             WHERE state = 'in_progress' AND locked_at_ms < ?1",
-        )?;
-        let rows = stmt.query_map(params![locked_before], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?;
-        rows.collect::<Result<_, _>>()?
-    };
-    for (user, key, lock_id) in stuck {
-        // Ask the ledger whether money moved under this key; it is the source of truth.
-        match ledger::debit_by_key(&tx, &user, &key)? {
-            Some((record, _)) => {
-                idempotency::complete(&tx, &user, &key, &lock_id, 201, &record.to_json())?;
-                p.completed += 1;
-            }
-            None => {
-                idempotency::release(&tx, &user, &key, &lock_id)?;
-                p.released += 1;
-            }
+/// A key whose lease ran out.
+#[derive(Debug, Clone)]
+struct Stuck {
+    user: String,
+    key: String,
+    lock_id: String,
+    hash: Vec<u8>,
+    body: Option<Vec<u8>>,
+}
+
+/// What the reaper did with one stuck key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resolved {
+    Completed,
+    Finished,
+    Released,
+    /// Its holder finished (or lost) it meanwhile: nothing to do.
+    Moved,
+}
+
+/// Keys `IN_PROGRESS` under a lease that ran out: taken by another process, or by this
+/// one before `mono_cutoff`.
+fn stuck_keys(conn: &Connection, me: &str, mono_cutoff: i64) -> Result<Vec<Stuck>, DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT user_id, idem_key, lock_id, request_hash, request_body FROM idempotency_keys
+         WHERE state = 'in_progress' AND (lock_instance <> ?1 OR lock_mono_ms < ?2)",
+    )?;
+    let rows = stmt.query_map(params![me, mono_cutoff], |r| {
+        Ok(Stuck {
+            user: r.get(0)?,
+            key: r.get(1)?,
+            lock_id: r.get(2)?,
+            hash: r.get(3)?,
+            body: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Resolves one stuck key in one transaction: the ledger says whether money moved, the
+/// gateway whether it was authorised; only a key with neither is released.
+fn resolve(
+    conn: &mut Connection,
+    s: &Stuck,
+    now_ms: i64,
+    fenced: bool,
+) -> Result<Resolved, DbError> {
+    if !idempotency::holds(conn, &s.user, &s.key, &s.lock_id)? {
+        return Ok(Resolved::Moved);
+    }
+    if let Some((record, _)) = ledger::debit_by_key(conn, &s.user, &s.key)? {
+        idempotency::complete(conn, &s.user, &s.key, &s.lock_id, 201, &record.to_json())?;
+        return Ok(Resolved::Completed);
+    }
+    let record = s
+        .body
+        .as_deref()
+        .and_then(|b| transfer::record_from_body(&s.user, &s.key, b, now_ms));
+    match (gateway::lookup(conn, &s.user, &s.key)?, record) {
+        // Authorised: finish it as its holder would have, so the key is never released
+        // into a second authorisation. The holder, if still alive, is fenced out.
+        (Some(_), Some(record)) => {
+            transfer::commit_transfer(conn, &record, &s.hash, &s.lock_id, fenced)?;
+            Ok(Resolved::Finished)
+        }
+        _ => {
+            idempotency::release(conn, &s.user, &s.key, &s.lock_id)?;
+            Ok(Resolved::Released)
         }
     }
-    tx.commit()?;
-    Ok(p)
 }
 
 #[cfg(test)]
@@ -107,18 +189,19 @@ mod tests {
     use crate::db::Db;
     use crate::ledger::TransferRecord;
 
-    fn stuck_key(c: &Connection, key: &str, locked_at: i64) {
+    fn stuck_key(c: &Connection, key: &str, instance: &str, mono: i64) {
         c.execute(
             "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, state, lock_id,
-                                           locked_at_ms, created_at_ms, bucket)
-             VALUES ('u1', ?1, x'00', 'in_progress', 'dead', ?2, ?2, 0)",
-            params![key, locked_at],
+                 locked_at_ms, created_at_ms, bucket, lock_instance, lock_mono_ms, request_body)
+             VALUES ('u1', ?1, x'00', 'in_progress', 'dead', 0, 0, 0, ?2, ?3,
+                     CAST('{\"to_user_id\":\"u2\",\"amount_minor\":7,\"currency\":\"BDT\"}' AS BLOB))",
+            params![key, instance, mono],
         )
         .unwrap();
     }
 
     #[tokio::test]
-    async fn completes_when_money_moved_and_releases_otherwise() {
+    async fn ledger_then_gateway_decide_and_only_expired_leases_count() {
         let db = Db::open(":memory:").unwrap();
         let record = TransferRecord {
             transfer_id: "tr_1".into(),
@@ -131,23 +214,44 @@ mod tests {
             idempotency_key: "moved".into(),
         };
         let expected = record.to_json();
-        let p = db
+        let outcomes = db
             .call(move |c| {
-                stuck_key(c, "moved", 1_000);
-                stuck_key(c, "nothing", 1_000);
-                stuck_key(c, "fresh", 50_000);
+                ledger::deposit(c, "u1", 100, "BDT", 0)?;
+                stuck_key(c, "moved", "me", 1_000);
+                stuck_key(c, "nothing", "me", 1_000);
+                stuck_key(c, "authorised", "gone", 50_000);
+                stuck_key(c, "fresh", "me", 50_000);
                 ledger::insert_debit(c, &record, b"\0")?;
-                resolve_stuck(c, 10_000)
+                c.execute(
+                    "INSERT INTO gateway_authorizations VALUES ('u1', 'authorised', 'auth_1', 1, 0)",
+                    [],
+                )?;
+                let stuck = stuck_keys(c, "me", 10_000)?;
+                let mut names: Vec<_> = stuck.iter().map(|s| s.key.clone()).collect();
+                names.sort();
+                assert_eq!(names, ["authorised", "moved", "nothing"], "fresh lease kept");
+                stuck
+                    .iter()
+                    .map(|s| Ok((s.key.clone(), resolve(c, s, 2_000, true)?)))
+                    .collect::<Result<Vec<_>, DbError>>()
             })
             .await
             .unwrap();
-        assert_eq!((p.completed, p.released), (1, 1));
-        let (moved, nothing, fresh) = db
+        for (key, outcome) in outcomes {
+            let want = match key.as_str() {
+                "moved" => Resolved::Completed,
+                "authorised" => Resolved::Finished,
+                _ => Resolved::Released,
+            };
+            assert_eq!(outcome, want, "{key}");
+        }
+        let (moved, nothing, authorised, debit) = db
             .call(|c| {
                 Ok((
                     idempotency::read(c, "u1", "moved")?,
                     idempotency::read(c, "u1", "nothing")?,
-                    idempotency::read(c, "u1", "fresh")?,
+                    idempotency::read(c, "u1", "authorised")?,
+                    ledger::debit_by_key(c, "u1", "authorised")?,
                 ))
             })
             .await
@@ -161,7 +265,13 @@ mod tests {
             "rebuilt from the ledger, byte-identical"
         );
         assert!(nothing.is_none(), "released so a retry executes once");
-        assert!(!fresh.unwrap().completed, "not past the lock timeout yet");
+        let authorised = authorised.unwrap();
+        assert_eq!((authorised.completed, authorised.status), (true, Some(201)));
+        assert_eq!(
+            debit.unwrap().0.amount_minor,
+            7,
+            "finished from the stored body"
+        );
     }
 
     #[tokio::test]

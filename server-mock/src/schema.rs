@@ -21,6 +21,12 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     state           TEXT NOT NULL CHECK (state IN ('in_progress', 'completed')),
     lock_id         TEXT NOT NULL,
     locked_at_ms    INTEGER NOT NULL,
+    -- The lease, in the holder's monotonic time: which server process holds the lock and
+    -- when (ms since that process started), so a wall-clock jump cannot expire it.
+    lock_instance   TEXT NOT NULL DEFAULT '',
+    lock_mono_ms    INTEGER NOT NULL DEFAULT 0,
+    -- The exact request body, so the reaper can finish a transfer the gateway authorised.
+    request_body    BLOB,
     created_at_ms   INTEGER NOT NULL,
     bucket          INTEGER NOT NULL,
     response_status INTEGER,
@@ -36,6 +42,18 @@ DROP INDEX IF EXISTS idempotency_keys_stuck;
 CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys (bucket, created_at_ms);
 CREATE INDEX IF NOT EXISTS idempotency_keys_in_progress
     ON idempotency_keys (locked_at_ms) WHERE state = 'in_progress';
+
+-- The simulated gateway's own records: one authorisation per (user, key), kept across
+-- restarts, so a repeated gateway step gets the same authorisation back.
+CREATE TABLE IF NOT EXISTS gateway_authorizations (
+    user_id          TEXT NOT NULL,
+    idem_key         TEXT NOT NULL,
+    authorization_id TEXT NOT NULL,
+    calls            INTEGER NOT NULL,
+    created_at_ms    INTEGER NOT NULL,
+    PRIMARY KEY (user_id, idem_key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS gateway_authorizations_age ON gateway_authorizations (created_at_ms);
 
 CREATE TABLE IF NOT EXISTS ledger (
     entry_id      INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -137,8 +155,29 @@ CREATE TABLE IF NOT EXISTS bench_plain (
 
 /// Creates every table (idempotent) and runs the migrations.
 pub(crate) fn create(conn: &Connection) -> Result<(), DbError> {
+    migrate_key_lease(conn)?;
     conn.execute_batch(SCHEMA)?;
     migrate_balances(conn)
+}
+
+/// Adds the lease and body columns to a key table made before them. Old rows get an
+/// empty `lock_instance`: no live process holds them, so the reaper resolves them.
+fn migrate_key_lease(conn: &Connection) -> Result<(), DbError> {
+    let has = |col: &str| -> Result<Option<bool>, DbError> {
+        let mut st = conn.prepare("SELECT name FROM pragma_table_info('idempotency_keys')")?;
+        let cols: Vec<String> = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        Ok((!cols.is_empty()).then(|| cols.iter().any(|c| c == col)))
+    };
+    for (col, ddl) in [
+        ("lock_instance", "lock_instance TEXT NOT NULL DEFAULT ''"),
+        ("lock_mono_ms", "lock_mono_ms INTEGER NOT NULL DEFAULT 0"),
+        ("request_body", "request_body BLOB"),
+    ] {
+        if has(col)? == Some(false) {
+            conn.execute_batch(&format!("ALTER TABLE idempotency_keys ADD COLUMN {ddl}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Creates the balance cache for a database made before it existed: one row per user with

@@ -1,10 +1,12 @@
-//! The transfer pipeline: validate, claim the key, gateway step, one ledger transaction.
+//! The transfer pipeline: answer a known key, validate, claim the key, gateway step, one
+//! fenced ledger transaction.
 
 use axum::http::StatusCode;
 use rusqlite::{params, OptionalExtension};
 use serde::Deserialize;
 
 use crate::db::{is_unique_violation, DbError, Durability};
+use crate::gateway;
 use crate::idempotency::{self, Claim, Existing, NewKey};
 use crate::ledger::{self, TransferRecord};
 use crate::problem::Problem;
@@ -90,9 +92,10 @@ impl Answer {
 pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTransfer, Problem> {
     let parsed: TransferBody = serde_json::from_slice(body)
         .map_err(|e| Problem::invalid(format!("malformed transfer body: {e}")))?;
-    if parsed.amount_minor <= 0 || parsed.amount_minor > MAX_AMOUNT_MINOR {
+    let max = app.max_amount_minor();
+    if parsed.amount_minor <= 0 || parsed.amount_minor > max {
         return Err(Problem::invalid(format!(
-            "amount_minor must be between 1 and {MAX_AMOUNT_MINOR}"
+            "amount_minor must be between 1 and {max}"
         )));
     }
     if parsed.currency != caller.currency {
@@ -149,86 +152,42 @@ pub async fn execute(
     app: App,
     caller: Caller,
     key: String,
+    body: Vec<u8>,
     hash: Vec<u8>,
-    transfer: ValidTransfer,
 ) -> Answer {
-    match run(&app, &caller, &key, &hash, &transfer).await {
+    match run(&app, &caller, &key, &body, &hash).await {
         Ok(answer) => answer,
         Err(e) => Problem::internal(e).into(),
     }
 }
 
+/// The phases of one request, top to bottom: (0) a key already seen answers from its row,
+/// before any validation; validate; (1) claim; (2) gateway; (3) the fenced commit.
 async fn run(
     app: &App,
     caller: &Caller,
     key: &str,
+    body: &[u8],
     hash: &[u8],
-    transfer: &ValidTransfer,
 ) -> Result<Answer, DbError> {
-    // Fast path for a finished key: answered from the reader connection, without waiting
-    // for the writer. Only a *completed* row short-cuts; everything else goes to the claim,
-    // where the primary key decides.
-    let (user, key_owned) = (caller.user_id.clone(), key.to_string());
-    if let Some(row) = app
-        .db
-        .read(move |c| idempotency::read(c, &user, &key_owned))
-        .await?
-    {
-        if let (true, Some(status), Some(body)) = (row.completed, row.status, row.body) {
-            return Ok(if row.hash == hash {
-                Answer::replay(status, body)
-            } else {
-                Problem::key_reused().into()
-            });
-        }
+    // (0) A finished key replays its stored answer even if the same body would no longer
+    // validate (recipient gone, limit lowered): the outcome was decided when it ran.
+    if let Some(answer) = answer_from_row(app, caller, key, hash).await? {
+        return Ok(answer);
     }
-
-    // (1) Claim the key: the primary key decides a race, no read-then-write.
-    let lock_id = uuid::Uuid::new_v4().simple().to_string();
-    let claim = {
-        let (user, key, hash, lock) = (
-            caller.user_id.clone(),
-            key.to_string(),
-            hash.to_vec(),
-            lock_id.clone(),
-        );
-        let now_ms = app.clock.now_ms();
-        let width = idempotency::bucket_width_ms(app.key_window_ms());
-        // The claim commits with synchronous=NORMAL (group commit, no fsync of its own).
-        // Safe because a claim moves no money: it only has to be durable before money moves,
-        // and the debit transaction below is FULL — in WAL mode its fsync also makes this
-        // earlier commit durable. A process crash (abort, SIGKILL) keeps a NORMAL commit; a
-        // power loss before the debit commit may forget the IN_PROGRESS row, and then the
-        // client's retry claims again and repeats the gateway step, which is idempotent on the
-        // key (same authorisation, no second charge). Any answer given meanwhile from this row
-        // is 409 / 422, never a 201: completed rows are only ever written by FULL commits.
-        app.db
-            .write(Durability::Normal, move |c| {
-                idempotency::claim(
-                    c,
-                    &NewKey {
-                        user_id: &user,
-                        key: &key,
-                        hash: &hash,
-                        lock_id: &lock,
-                        now_ms,
-                        bucket_width_ms: width,
-                    },
-                )
-            })
-            .await?
-    };
-    match claim {
-        Claim::Acquired => {}
-        Claim::Exists(Existing::InProgress { same_request: true }) => {
-            return Ok(Problem::key_in_use().into())
+    let transfer = match validate(app, caller, body).await {
+        Ok(t) => t,
+        // A concurrent first request may have claimed the key meanwhile: its row decides.
+        Err(problem) => {
+            return Ok(answer_from_row(app, caller, key, hash)
+                .await?
+                .unwrap_or_else(|| problem.into()))
         }
-        Claim::Exists(Existing::Completed {
-            same_request: true,
-            status,
-            body,
-        }) => return Ok(Answer::replay(status, body)),
-        Claim::Exists(_) => return Ok(Problem::key_reused().into()),
+    };
+    let lock_id = uuid::Uuid::new_v4().simple().to_string();
+    match claim(app, caller, key, body, hash, &lock_id).await? {
+        Claim::Acquired => {}
+        Claim::Exists(existing) => return Ok(answer_existing(existing)),
     }
 
     if app.faults.crash_after_key_insert() {
@@ -237,32 +196,27 @@ async fn run(
         std::process::abort();
     }
 
-    // (2) Gateway step, idempotent on the key: repeating it after a crash or a reaper
-    // release gets the same authorisation back.
-    let auth = app
-        .gateway
-        .authorize(app.faults.gateway_delay(), &caller.user_id, key)
-        .await;
-    tracing::debug!(key, auth = %auth.authorization_id, calls = auth.calls, "gateway authorised");
-
-    // (3) One transaction: debit, outbox event, completed key.
-    let record = TransferRecord {
-        transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
-        from_user_id: caller.user_id.clone(),
-        to_user_id: transfer.to_user_id.clone(),
-        amount_minor: transfer.amount_minor,
-        currency: transfer.currency.clone(),
-        note: transfer.note.clone(),
-        created_at_ms: app.clock.now_ms(),
-        idempotency_key: key.to_string(),
+    // (2) Gateway step, idempotent on the key and persisted: repeating it after a crash or
+    // a reaper release gets the same authorisation back.
+    let auth = gateway::authorize(
+        &app.db,
+        app.faults.gateway_delay(),
+        &caller.user_id,
+        key,
+        app.clock.now_ms(),
+    )
+    .await;
+    let result = match auth {
+        Ok(auth) => {
+            tracing::debug!(key, auth = %auth.authorization_id, calls = auth.calls, "gateway authorised");
+            if app.faults.crash_after_gateway() {
+                tracing::error!(key, "fault crash_after_gateway: aborting the process");
+                std::process::abort();
+            }
+            commit(app, caller, key, hash, &transfer, &lock_id).await
+        }
+        Err(e) => Err(e),
     };
-    let (hash_owned, lock) = (hash.to_vec(), lock_id.clone());
-    let result = app
-        .db
-        .write(Durability::Full, move |c| {
-            commit_transfer(c, &record, &hash_owned, &lock)
-        })
-        .await;
     match result {
         Ok(answer) => {
             if answer.committed {
@@ -287,18 +241,153 @@ async fn run(
     }
 }
 
+/// The answer a key row already gives, if there is one (read from the reader
+/// connection, without waiting for the writer).
+async fn answer_from_row(
+    app: &App,
+    caller: &Caller,
+    key: &str,
+    hash: &[u8],
+) -> Result<Option<Answer>, DbError> {
+    let (user, key, hash) = (caller.user_id.clone(), key.to_string(), hash.to_vec());
+    app.db
+        .read(move |c| {
+            let row = idempotency::read(c, &user, &key)?;
+            Ok(row.map(|r| answer_existing(r.into_existing(&hash))))
+        })
+        .await
+}
+
+/// What a request gets when its key is already taken.
+fn answer_existing(existing: Existing) -> Answer {
+    match existing {
+        Existing::InProgress { same_request: true } => Problem::key_in_use().into(),
+        Existing::Completed {
+            same_request: true,
+            status,
+            body,
+        } => Answer::replay(status, body),
+        _ => Problem::key_reused().into(),
+    }
+}
+
+/// (1) Claims the key: the primary key decides a race, no read-then-write.
+async fn claim(
+    app: &App,
+    caller: &Caller,
+    key: &str,
+    body: &[u8],
+    hash: &[u8],
+    lock_id: &str,
+) -> Result<Claim, DbError> {
+    let (user, key, body, hash, lock) = (
+        caller.user_id.clone(),
+        key.to_string(),
+        body.to_vec(),
+        hash.to_vec(),
+        lock_id.to_string(),
+    );
+    let now_ms = app.clock.now_ms();
+    let width = idempotency::bucket_width_ms(app.key_window_ms());
+    let app2 = app.clone();
+    // The claim commits with synchronous=NORMAL (group commit, no fsync of its own).
+    // Safe because a claim moves no money: it only has to be durable before money moves,
+    // and the debit transaction below is FULL — in WAL mode its fsync also makes this
+    // earlier commit durable. A process crash (abort, SIGKILL) keeps a NORMAL commit; a
+    // power loss before the debit commit may forget the IN_PROGRESS row, and then the
+    // client's retry claims again and repeats the gateway step, which is idempotent on the
+    // key (same authorisation, no second charge). Any answer given meanwhile from this row
+    // is 409 / 422, never a 201: completed rows are only ever written by FULL commits.
+    app.db
+        .write(Durability::Normal, move |c| {
+            idempotency::claim(
+                c,
+                &NewKey {
+                    user_id: &user,
+                    key: &key,
+                    hash: &hash,
+                    lock_id: &lock,
+                    // Taken inside the job: the lease starts when the row is written.
+                    lease: app2.lease(),
+                    body: &body,
+                    now_ms,
+                    bucket_width_ms: width,
+                },
+            )
+        })
+        .await
+}
+
+/// (3) The money transaction, fenced by `lock_id`.
+async fn commit(
+    app: &App,
+    caller: &Caller,
+    key: &str,
+    hash: &[u8],
+    transfer: &ValidTransfer,
+    lock_id: &str,
+) -> Result<Answer, DbError> {
+    let record = TransferRecord {
+        transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
+        from_user_id: caller.user_id.clone(),
+        to_user_id: transfer.to_user_id.clone(),
+        amount_minor: transfer.amount_minor,
+        currency: transfer.currency.clone(),
+        note: transfer.note.clone(),
+        created_at_ms: app.clock.now_ms(),
+        idempotency_key: key.to_string(),
+    };
+    let (hash, lock, fenced) = (hash.to_vec(), lock_id.to_string(), app.fenced());
+    app.db
+        .write(Durability::Full, move |c| {
+            commit_transfer(c, &record, &hash, &lock, fenced)
+        })
+        .await
+}
+
+/// The record a stored request body describes (the reaper finishes authorised keys with
+/// it); `None` if the body does not parse, which a claimed key's body always does.
+pub fn record_from_body(
+    user_id: &str,
+    key: &str,
+    body: &[u8],
+    now_ms: i64,
+) -> Option<TransferRecord> {
+    let parsed: TransferBody = serde_json::from_slice(body).ok()?;
+    Some(TransferRecord {
+        transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
+        from_user_id: user_id.to_string(),
+        to_user_id: parsed.to_user_id,
+        amount_minor: parsed.amount_minor,
+        currency: parsed.currency,
+        note: parsed.note,
+        created_at_ms: now_ms,
+        idempotency_key: key.to_string(),
+    })
+}
+
 /// Phase 3 in one transaction (a SAVEPOINT of the group transaction: all or nothing).
-fn commit_transfer(
+///
+/// First the fence: the key row must still be `IN_PROGRESS` under `lock_id`. A request
+/// that lost its lock (the reaper released it, expiry removed it, the reaper finished it,
+/// another request claimed it since) moves nothing and answers 409 with `Retry-After`:
+/// whoever holds the key now decides, and the retry gets that answer.
+pub(crate) fn commit_transfer(
     conn: &mut rusqlite::Connection,
     record: &TransferRecord,
     hash: &[u8],
     lock_id: &str,
+    fenced: bool,
 ) -> Result<Answer, DbError> {
     let mut tx = conn.savepoint()?;
     let (user, key) = (
         record.from_user_id.as_str(),
         record.idempotency_key.as_str(),
     );
+    if fenced && !idempotency::holds(&tx, user, key, lock_id)? {
+        tracing::warn!(key, "lock lost before the debit: nothing moved");
+        return Ok(Problem::key_in_use().into());
+    }
     let balance = ledger::balance(&tx, user)?;
     let sp = tx.savepoint()?;
     match ledger::insert_debit(&sp, record, hash) {

@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use sendonce::NetworkProfile;
 
 use crate::ride::RideConfig;
+use crate::server::ServerFaults;
 
 /// Train-network rides against the embedded mock server, with the invariant checker.
 #[derive(Debug, Parser)]
@@ -21,6 +22,26 @@ pub struct Cli {
 pub enum Command {
     /// Runs a ride: users on phones through a network profile, app kills, double taps; then checks the invariants.
     Ride(RideArgs),
+    /// Internal: server-mock in this process, for rides that SIGKILL their server.
+    #[command(hide = true)]
+    Serve(ServeArgs),
+}
+
+/// `serve` options (the ride passes them).
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// SQLite file.
+    #[arg(long)]
+    pub db: std::path::PathBuf,
+    /// Address to listen on.
+    #[arg(long)]
+    pub listen: std::net::SocketAddr,
+    /// Key lock timeout in milliseconds.
+    #[arg(long)]
+    pub lock_timeout_ms: u64,
+    /// Test-only builds: no fence.
+    #[arg(long)]
+    pub unsafe_no_fence: bool,
 }
 
 /// `ride` options.
@@ -71,6 +92,19 @@ pub struct RideArgs {
     /// DEBUG: break the SDK on purpose (a new idempotency key per retry); the checker must fail.
     #[arg(long)]
     pub new_key_per_retry: bool,
+    /// Probability that a gateway step takes 3x the key lock timeout (the server then runs with a 300 ms lock).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub slow_gateway_rate: f64,
+    /// Probability every 250 ms that the server process is SIGKILLed and restarted on the same database file.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub server_kill_rate: f64,
+    /// Probability every 250 ms that the server's wall clock jumps 1 s-1 h, forwards or backwards.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub server_clock_jump_rate: f64,
+    /// DEBUG, test-only builds (cargo feature server-mock/unfenced): the server moves money even when a
+    /// request lost its key lock; the checker must fail.
+    #[arg(long)]
+    pub unsafe_no_fence: bool,
 }
 
 impl RideArgs {
@@ -91,6 +125,12 @@ impl RideArgs {
             settle_limit: Duration::from_secs(self.settle_secs),
             new_key_per_retry: self.new_key_per_retry,
             server_fault_rate: self.server_faults,
+            server: ServerFaults {
+                slow_gateway_rate: self.slow_gateway_rate,
+                kill_rate: self.server_kill_rate,
+                clock_jump_rate: self.server_clock_jump_rate,
+                unfenced: self.unsafe_no_fence,
+            },
         }
     }
 }

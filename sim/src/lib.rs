@@ -7,6 +7,7 @@ pub mod device;
 pub mod report;
 pub mod ride;
 pub mod rng;
+pub mod server;
 pub mod tap;
 pub mod testapi;
 

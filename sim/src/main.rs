@@ -26,6 +26,21 @@ fn main() -> ExitCode {
         }
     };
     match cli.command {
+        Command::Serve(a) => {
+            let lock = std::time::Duration::from_millis(a.lock_timeout_ms);
+            match runtime.block_on(sendonce_sim::server::serve(
+                a.db,
+                a.listen,
+                lock,
+                a.unsafe_no_fence,
+            )) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("sendonce-sim serve: {e:#}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Ride(args) => match runtime.block_on(sendonce_sim::run(&args.config())) {
             Ok(report) => {
                 if args.json {

@@ -87,6 +87,14 @@ pub struct Report {
     pub clock_jumps: u64,
     /// Server keys still in progress after settle.
     pub keys_in_progress: i64,
+    /// Probability that a gateway step outlived the key lock.
+    pub slow_gateway_rate: f64,
+    /// Test-only: the server ran without the fence.
+    pub unfenced: bool,
+    /// Server processes SIGKILLed and restarted during the ride.
+    pub server_kills: u64,
+    /// Server wall-clock jumps during the ride.
+    pub server_clock_jumps: u64,
     /// Confirm to success, median (phones whose clock jumped excluded).
     pub time_to_confirm_p50_ms: i64,
     /// Confirm to success, 99th percentile (phones whose clock jumped excluded).
@@ -200,6 +208,18 @@ impl Report {
             self.retaps_after_restart,
             self.impatient_checks,
             self.clock_jumps
+        );
+        let _ = writeln!(
+            o,
+            "server faults    {} SIGKILLs + restarts, {} clock jumps, slow gateway rate {}{}",
+            self.server_kills,
+            self.server_clock_jumps,
+            self.slow_gateway_rate,
+            if self.unfenced {
+                " (UNFENCED test build)"
+            } else {
+                ""
+            }
         );
         let _ = writeln!(
             o,

@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use sendonce::{Clock, NetworkProfile, SimClock, SystemClock, TransferState};
-use server_mock::ServerConfig;
 
 use crate::checker::{check, PhoneView, ServerView};
 use crate::device::{needed_attention, Device, Plan, CURRENCY};
 use crate::report::{percentile, Report};
 use crate::rng::Rng;
+use crate::server::{self, Chaos, RideServer, ServerFaults};
 use crate::tap::{SharedWireLog, WireLog};
 use crate::testapi::TestApi;
 
@@ -47,6 +47,8 @@ pub struct RideConfig {
     /// Server-side faults during the ride: probability of a 503, of a response dropped after commit and of a
     /// duplicate delivery (each); 0 for none.
     pub server_fault_rate: f64,
+    /// Slow gateway steps, server kills, server clock jumps (and, in test-only builds, no fence).
+    pub server: ServerFaults,
 }
 
 impl Default for RideConfig {
@@ -66,6 +68,7 @@ impl Default for RideConfig {
             settle_limit: Duration::from_secs(60),
             new_key_per_retry: false,
             server_fault_rate: 0.0,
+            server: ServerFaults::default(),
         }
     }
 }
@@ -82,13 +85,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     }
     let started = Instant::now();
     let dir = tempfile::tempdir().context("temp dir")?;
-    let server_config = ServerConfig {
-        db: dir.path().join("server.db").display().to_string(),
-        ..ServerConfig::default()
-    };
-    let server = server_mock::start(server_config, "127.0.0.1:0".parse()?)
-        .await
-        .context("starting server-mock")?;
+    let mut server = RideServer::start(&dir.path().join("server.db"), &cfg.server).await?;
     let api = TestApi::new(server.base_url())?;
 
     let mut rng = Rng::new(cfg.seed, 0);
@@ -115,9 +112,14 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         token: pool.token,
     });
     let balance_before = total_balance(&api, &accounts).await?;
-    if cfg.server_fault_rate > 0.0 {
-        api.set_faults(cfg.server_fault_rate, cfg.seed).await?;
-    }
+    // Every fault switch the ride wants, kept to restore after a server restart.
+    let mut faults = cfg.server.patch();
+    let rate = cfg.server_fault_rate;
+    faults["error_503_rate"] = rate.into();
+    faults["drop_response_after_commit_rate"] = rate.into();
+    faults["duplicate_delivery_rate"] = rate.into();
+    faults["seed"] = cfg.seed.into();
+    api.put_faults(&faults).await?;
     let stranded: Vec<bool> = (0..cfg.users)
         .map(|_| rng.chance(cfg.stranded_rate))
         .collect();
@@ -176,10 +178,19 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
             anyhow::Ok(device)
         }));
     }
-    let mut devices = Vec::new();
-    for task in tasks {
-        devices.push(task.await??);
-    }
+    // Meanwhile the server is broken now and then (kills, clock jumps) until the phones are done.
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let phones = async move {
+        let mut devices = Vec::new();
+        for task in tasks {
+            devices.push(task.await??);
+        }
+        drop(stop);
+        anyhow::Ok(devices)
+    };
+    let chaos = server::chaos(&mut server, &api, &cfg.server, &faults, cfg.seed, stopped);
+    let (devices, chaos) = tokio::join!(phones, chaos);
+    let (devices, chaos) = (devices?, chaos?);
     let ride_sim_ms = ride_clock.now_ms() - start_ms;
     probing.store(false, std::sync::atomic::Ordering::Relaxed);
     let mut lags = lag_probe.await.unwrap_or_default();
@@ -249,6 +260,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         attention,
         ride_sim_ms,
         settled.keys_in_progress,
+        chaos,
         started.elapsed(),
     ))
 }
@@ -273,6 +285,7 @@ fn build_report(
     needs_attention: usize,
     ride_sim_ms: i64,
     keys_in_progress: i64,
+    chaos: Chaos,
     real: Duration,
 ) -> Report {
     let all = || phones.iter().flat_map(|p| &p.transfers);
@@ -331,6 +344,10 @@ fn build_report(
         retaps_after_restart: devices.iter().map(|d| d.retaps_after_restart as u64).sum(),
         clock_jumps: devices.iter().map(|d| d.clock_jumps as u64).sum(),
         keys_in_progress,
+        slow_gateway_rate: cfg.server.slow_gateway_rate,
+        unfenced: cfg.server.unfenced,
+        server_kills: chaos.kills,
+        server_clock_jumps: chaos.clock_jumps,
         time_to_confirm_p50_ms: percentile(&ttc, 50.0),
         time_to_confirm_p99_ms: percentile(&ttc, 99.0),
         simulated_ride_ms: ride_sim_ms,

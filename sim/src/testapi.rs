@@ -149,12 +149,17 @@ impl TestApi {
 
     /// Switches the server's own faults on: 503s, responses dropped after commit, duplicate deliveries.
     pub async fn set_faults(&self, rate: f64, seed: u64) -> Result<()> {
-        let body = json!({
+        self.put_faults(&json!({
             "error_503_rate": rate,
             "drop_response_after_commit_rate": rate,
             "duplicate_delivery_rate": rate,
             "seed": seed,
-        });
+        }))
+        .await
+    }
+
+    /// Merges `patch` into the server's fault switches.
+    pub async fn put_faults(&self, body: &serde_json::Value) -> Result<()> {
         let response = self
             .http
             .put(format!("{}/v1/test/faults", self.base))
@@ -177,6 +182,20 @@ impl TestApi {
         if !response.status().is_success() {
             bail!("DELETE /v1/test/faults answered {}", response.status());
         }
+        Ok(())
+    }
+
+    /// Moves the server's wall clock by `ms` (either way).
+    pub async fn jump_clock(&self, ms: i64) -> Result<()> {
+        let _: serde_json::Value = self
+            .post("/v1/test/clock", json!({ "advance_ms": ms }))
+            .await?;
+        Ok(())
+    }
+
+    /// Runs one reaper pass now.
+    pub async fn reap(&self) -> Result<()> {
+        let _: serde_json::Value = self.post("/v1/test/reap", json!({})).await?;
         Ok(())
     }
 

@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use axum::body::Bytes;
+use axum::extract::Path;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use axum::Router;
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,9 @@ use crate::faults::FaultPatch;
 use crate::problem::Problem;
 use crate::{ledger, outbox, reaper, transfer, App};
 
+/// Largest clock jump the test API makes, either way.
+const MAX_CLOCK_JUMP_MS: u64 = 10 * 366 * 86_400_000;
+
 /// How long `POST /v1/test/settle` waits at most.
 const SETTLE_LIMIT: Duration = Duration::from_secs(10);
 
@@ -24,6 +28,8 @@ const SETTLE_LIMIT: Duration = Duration::from_secs(10);
 pub fn routes() -> Router<App> {
     Router::new()
         .route("/v1/test/users", post(create_user))
+        .route("/v1/test/users/{user_id}", delete(remove_user))
+        .route("/v1/test/limits", put(put_limits))
         .route(
             "/v1/test/faults",
             put(put_faults).delete(delete_faults).get(get_faults),
@@ -100,6 +106,48 @@ async fn create_user(State(app): State<App>, req: Request) -> Result<Response, P
         .await
         .map_err(Problem::internal)?;
     Ok(json(StatusCode::CREATED, &CreatedUser { user_id, token }))
+}
+
+/// Makes a user unknown (as a recipient and as a caller); their ledger stays, so
+/// answers already given for their keys still agree with it.
+async fn remove_user(
+    State(app): State<App>,
+    Path(user_id): Path<String>,
+) -> Result<Response, Problem> {
+    let removed = app
+        .db
+        .write(Durability::Full, move |c| {
+            Ok(c.execute("DELETE FROM users WHERE user_id = ?1", params![user_id])?)
+        })
+        .await
+        .map_err(Problem::internal)?;
+    if removed == 0 {
+        return Err(Problem::new(
+            StatusCode::NOT_FOUND,
+            "user_not_found",
+            "no such user",
+        ));
+    }
+    Ok(json(
+        StatusCode::OK,
+        &serde_json::json!({ "removed": removed }),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Limits {
+    max_amount_minor: i64,
+}
+
+/// Lowers (or restores) the largest amount a transfer may move.
+async fn put_limits(State(app): State<App>, req: Request) -> Result<Response, Problem> {
+    let body: Limits = parse_json(&body_of(req).await?)?;
+    let max = app.set_max_amount_minor(body.max_amount_minor);
+    Ok(json(
+        StatusCode::OK,
+        &serde_json::json!({ "max_amount_minor": max }),
+    ))
 }
 
 async fn put_faults(State(app): State<App>, req: Request) -> Result<Response, Problem> {
@@ -192,6 +240,7 @@ pub struct Stats {
 
 fn stats(c: &Connection) -> Result<Stats, DbError> {
     let count = |sql: &str| -> Result<i64, DbError> { Ok(c.query_row(sql, [], |r| r.get(0))?) };
+    let (auths, calls) = crate::gateway::counts(c)?;
     Ok(Stats {
         idempotency_keys: count("SELECT COUNT(*) FROM idempotency_keys")?,
         keys_in_progress: count(
@@ -201,18 +250,14 @@ fn stats(c: &Connection) -> Result<Stats, DbError> {
         ledger_entries: count("SELECT COUNT(*) FROM ledger")?,
         sms_sent: count("SELECT COUNT(*) FROM sms")?,
         credits: count("SELECT COUNT(*) FROM ledger WHERE kind = 'credit'")?,
-        gateway_authorizations: 0,
-        gateway_calls: 0,
+        gateway_authorizations: auths,
+        gateway_calls: calls,
     })
 }
 
-/// Database counters plus the in-memory gateway's.
+/// Database counters, the gateway's included (its records survive restarts).
 async fn all_stats(app: &App) -> Result<Stats, Problem> {
-    let mut s = app.db.read(|c| stats(c)).await.map_err(Problem::internal)?;
-    let (auths, calls) = app.gateway.counts();
-    s.gateway_authorizations = i64::try_from(auths).unwrap_or(i64::MAX);
-    s.gateway_calls = i64::try_from(calls).unwrap_or(i64::MAX);
-    Ok(s)
+    app.db.read(|c| stats(c)).await.map_err(Problem::internal)
 }
 
 async fn get_stats(State(app): State<App>) -> Result<Response, Problem> {
@@ -247,8 +292,11 @@ struct ClockNow {
 
 async fn advance_clock(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let body: ClockBody = parse_optional(&body_of(req).await?)?;
-    if body.advance_ms < 0 {
-        return Err(Problem::invalid("the clock only moves forward"));
+    // Both ways (a phone's or a server's clock jumps back too), within ten years.
+    if body.advance_ms.unsigned_abs() > MAX_CLOCK_JUMP_MS {
+        return Err(Problem::invalid(
+            "advance_ms must be within ten years either way",
+        ));
     }
     let offset_ms = app.clock.advance(body.advance_ms);
     // Let the reaper see the new time at once (lock timeouts, key expiry).
@@ -265,6 +313,7 @@ async fn advance_clock(State(app): State<App>, req: Request) -> Result<Response,
 #[derive(Serialize)]
 struct ReapResult {
     completed: usize,
+    finished: usize,
     released: usize,
     expired: usize,
 }
@@ -275,6 +324,7 @@ async fn reap(State(app): State<App>) -> Result<Response, Problem> {
         StatusCode::OK,
         &ReapResult {
             completed: p.completed,
+            finished: p.finished,
             released: p.released,
             expired: p.expired,
         },

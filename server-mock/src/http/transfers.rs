@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::{authenticate, read_body, require_json};
+use crate::db::Durability;
 use crate::idempotency::{self, parse_key, KeyError};
 use crate::ledger;
 use crate::problem::Problem;
@@ -52,9 +53,9 @@ pub async fn post_transfer(State(app): State<App>, req: Request) -> Result<Respo
     let caller = authenticate(&app, &parts.headers).await?;
     require_json(&parts.headers)?;
     let key = key_from(&parts.headers)?;
-    let bytes = read_body(&parts.headers, body).await?;
-    // Validation failures are answered before the key is claimed, so they store nothing.
-    let valid = transfer::validate(&app, &caller, &bytes).await?;
+    let bytes = read_body(&parts.headers, body).await?.to_vec();
+    // Validation runs inside `execute`, after a known key has answered from its row and
+    // before a new key is claimed, so a validation failure stores nothing.
     let hash = idempotency::request_hash("POST", parts.uri.path(), &bytes);
 
     // Spawned: a client hanging up must not abandon a half-done transfer.
@@ -63,8 +64,8 @@ pub async fn post_transfer(State(app): State<App>, req: Request) -> Result<Respo
             app.clone(),
             caller.clone(),
             key.clone(),
+            bytes.clone(),
             hash.clone(),
-            valid.clone(),
         ))
     };
     let answer = if app.faults.roll_duplicate() {
@@ -167,17 +168,31 @@ pub async fn get_by_key(
         .get("idempotency_key")
         .ok_or_else(|| key_problem(KeyError::Missing))?;
     let key = parse_key(raw.as_bytes()).map_err(key_problem)?;
-    let found = app
+    let (user, k) = (caller.user_id.clone(), key.clone());
+    let mut found = app
         .db
-        .read(move |c| {
-            // The ledger first: it outlives the key row (window expiry).
-            if let Some((record, _)) = ledger::debit_by_key(c, &caller.user_id, &key)? {
-                return Ok(Ok(record));
-            }
-            Ok(Err(idempotency::read(c, &caller.user_id, &key)?))
-        })
+        .read(move |c| lookup(c, &user, &k))
         .await
         .map_err(Problem::internal)?;
+    if matches!(found, Err(None)) {
+        // "Not executed" must stay true: close the key in the same write that checks the
+        // ledger again, so no late duplicate of the request can move money after this 404.
+        let now = app.clock.now_ms();
+        let width = idempotency::bucket_width_ms(app.key_window_ms());
+        let body = transfer_not_found().body_bytes();
+        found = app
+            .db
+            .write(Durability::Full, move |c| {
+                if let Some((record, _)) = ledger::debit_by_key(c, &caller.user_id, &key)? {
+                    return Ok(Ok(record));
+                }
+                let row =
+                    idempotency::close_unexecuted(c, &caller.user_id, &key, now, width, &body)?;
+                Ok(Err(Some(row)))
+            })
+            .await
+            .map_err(Problem::internal)?;
+    }
     match found {
         Ok(record) => Ok(transfer_response(&record)),
         Err(Some(row)) if row.completed => {
@@ -194,4 +209,16 @@ pub async fn get_by_key(
         Err(Some(_)) => Err(Problem::key_in_use()),
         Err(None) => Err(transfer_not_found()),
     }
+}
+
+/// The ledger first (it outlives the key row: window expiry), then the key row.
+fn lookup(
+    c: &rusqlite::Connection,
+    user: &str,
+    key: &str,
+) -> Result<Result<ledger::TransferRecord, Option<idempotency::KeyRow>>, crate::db::DbError> {
+    if let Some((record, _)) = ledger::debit_by_key(c, user, key)? {
+        return Ok(Ok(record));
+    }
+    Ok(Err(idempotency::read(c, user, key)?))
 }

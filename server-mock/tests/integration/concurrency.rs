@@ -137,7 +137,8 @@ async fn injected_503_touches_nothing() {
 #[tokio::test]
 async fn attempt_slower_than_lock_timeout_still_debits_once() {
     // The reaper releases a key whose first attempt is merely slow; the retry then runs
-    // concurrently with it, and the ledger's unique debit is what keeps it to one.
+    // concurrently with it. The first attempt lost its lock, so the fence keeps it from
+    // moving money: it answers 409 and the retry's outcome is the key's.
     let s = start_with(|c| c.lock_timeout = Duration::from_millis(200)).await;
     let (a, b) = (s.user("A", 10_000).await, s.user("B", 0).await);
     let body = transfer_body(&b.id, 300);
@@ -168,10 +169,16 @@ async fn attempt_slower_than_lock_timeout_still_debits_once() {
     // By now the reaper has released the key: this retry executes again.
     let retry = s.transfer_until_done(&a.token, "slow", &body).await;
     let first = slow.await.unwrap();
-    assert_eq!((first.status, retry.status), (201, 201));
     assert_eq!(
-        first.body, retry.body,
-        "both answers describe the one transfer"
+        (first.status, first.code()),
+        (409, "idempotency_key_in_use".into())
+    );
+    assert_eq!(retry.status, 201);
+    let again = s.transfer(&a.token, Some("slow"), &body).await;
+    assert_eq!(
+        (again.status, &again.body),
+        (201, &retry.body),
+        "the key's one outcome"
     );
     assert_eq!(s.debits_for(&a, "slow").await, 1);
     let stats = s.get("/v1/test/stats", None).await.json();

@@ -3,5 +3,6 @@
 mod common;
 mod concurrency;
 mod contract;
+mod fencing;
 mod properties;
 mod recovery;

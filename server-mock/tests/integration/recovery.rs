@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::common::*;
 
 /// A server-mock child process, killed if a test fails before it ends it.
-struct Proc(Child);
+pub(crate) struct Proc(pub(crate) Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -19,7 +19,7 @@ impl Drop for Proc {
 }
 
 /// The server binary on `db`, with the port it printed.
-fn spawn_binary(db: &std::path::Path, extra: &[&str]) -> (Proc, String) {
+pub(crate) fn spawn_binary(db: &std::path::Path, extra: &[&str]) -> (Proc, String) {
     // Through sh only to switch core dumps off: the crash test aborts on purpose.
     let mut child = Command::new("sh")
         .args(["-c", "ulimit -c 0; exec \"$0\" \"$@\""])
@@ -45,7 +45,7 @@ fn spawn_binary(db: &std::path::Path, extra: &[&str]) -> (Proc, String) {
     (child, format!("http://{addr}"))
 }
 
-async fn server_at(url: &str) -> TestServerRef {
+pub(crate) async fn server_at(url: &str) -> TestServerRef {
     TestServerRef {
         url: url.to_string(),
         client: client(),
@@ -53,13 +53,13 @@ async fn server_at(url: &str) -> TestServerRef {
 }
 
 /// A client for a server running in another process.
-struct TestServerRef {
+pub(crate) struct TestServerRef {
     url: String,
-    client: reqwest::Client,
+    pub(crate) client: reqwest::Client,
 }
 
 impl TestServerRef {
-    async fn user(&self, name: &str, balance: i64) -> User {
+    pub(crate) async fn user(&self, name: &str, balance: i64) -> User {
         let r = self
             .client
             .post(format!("{}/v1/test/users", self.url))
@@ -74,7 +74,12 @@ impl TestServerRef {
         }
     }
 
-    async fn send(&self, user: &User, key: &str, body: &str) -> Result<Resp, reqwest::Error> {
+    pub(crate) async fn send(
+        &self,
+        user: &User,
+        key: &str,
+        body: &str,
+    ) -> Result<Resp, reqwest::Error> {
         let r = self
             .client
             .post(format!("{}/v1/transfers", self.url))
@@ -87,7 +92,7 @@ impl TestServerRef {
         Ok(to_resp(r).await)
     }
 
-    async fn debits(&self, key: &str) -> usize {
+    pub(crate) async fn debits(&self, key: &str) -> usize {
         let r = self
             .client
             .get(format!("{}/v1/test/ledger", self.url))
