@@ -127,9 +127,16 @@ async fn until_no_key_in_progress(s: &TestServer) {
     panic!("a key stayed in progress");
 }
 
-#[tokio::test]
-async fn a_lookup_404_during_a_lost_lease_stays_true() {
-    let s = start_with(|c| c.lock_timeout = Duration::from_secs(1)).await;
+/// A slow first request loses its lease; a by-key look-up meanwhile says 404; then the
+/// first request reaches its commit. Returns every answer, the ledger and the first's.
+async fn lost_lease_then_lookup(fenced: bool) -> (User, Vec<(String, Resp)>, Vec<Value>, Resp) {
+    let s = start_with(|c| {
+        c.lock_timeout = Duration::from_secs(1);
+        if !fenced {
+            *c = c.clone().without_fence().expect("a test-only build");
+        }
+    })
+    .await;
     let (a, b) = (s.user("A", 10_000).await, s.user("B", 0).await);
     let body = transfer_body(&b.id, 500);
     s.faults(json!({"gateway_delay_ms": 4000})).await;
@@ -139,7 +146,6 @@ async fn a_lookup_404_during_a_lost_lease_stays_true() {
     let looked = lookup(&s, &a, "K").await;
     assert_eq!(looked.code(), "transfer_not_found");
     let first = first.await.unwrap();
-    assert_eq!(first.status, 409, "lost its lock: moves nothing, retryable");
     let late = s.transfer(&a.token, Some("K"), &body).await;
     assert_ne!(
         late.status,
@@ -148,18 +154,41 @@ async fn a_lookup_404_during_a_lost_lease_stays_true() {
         late.json()
     );
     s.settle().await;
-    let answers = [
+    let ledger = s.ledger().await;
+    s.stop().await;
+    let answers = vec![
         ("K".into(), looked),
-        ("K".into(), first),
+        ("K".into(), first.clone()),
         ("K".into(), late),
     ];
-    assert_agrees(&a, &answers, &s.ledger().await);
-    assert_eq!(s.debits_for(&a, "K").await, 0);
-    s.stop().await;
+    (a, answers, ledger, first)
 }
 
 #[tokio::test]
-async fn a_stored_402_is_never_followed_by_the_slow_requests_debit() {
+async fn a_lookup_404_during_a_lost_lease_stays_true() {
+    let (a, answers, ledger, first) = lost_lease_then_lookup(true).await;
+    assert_eq!(first.status, 409, "lost its lock: moves nothing, retryable");
+    assert_agrees(&a, &answers, &ledger);
+    assert!(ledger.iter().all(|e| e["idempotency_key"] != "K"));
+}
+
+/// The same run without the fence (test-only build, feature `unfenced`): the slow request
+/// debits after the server said "not executed" — exactly what the fence prevents.
+#[cfg(feature = "unfenced")]
+#[tokio::test]
+async fn without_the_fence_a_lost_lease_debits_after_a_404() {
+    let (a, answers, ledger, first) = lost_lease_then_lookup(false).await;
+    assert_eq!(
+        first.status, 201,
+        "unfenced, the lost lease still moves money"
+    );
+    let broken = std::panic::catch_unwind(|| assert_agrees(&a, &answers, &ledger));
+    assert!(broken.is_err(), "the rule must catch the unfenced design");
+}
+
+/// A slow first request loses its lease; the user spends the balance under another key;
+/// the retry of the first key gets a stored 402. Returns every answer and the ledger.
+async fn lost_lease_then_402() -> (User, Vec<(String, Resp)>, Vec<Value>, Resp) {
     let s = start_with(|c| c.lock_timeout = Duration::from_secs(1)).await;
     let (a, b) = (s.user("A", 1_000).await, s.user("B", 0).await);
     let body = transfer_body(&b.id, 800);
@@ -173,19 +202,26 @@ async fn a_stored_402_is_never_followed_by_the_slow_requests_debit() {
     let retry = s.transfer(&a.token, Some("K"), &body).await;
     assert_eq!(retry.status, 402);
     let first = first.await.unwrap();
-    assert_eq!(first.status, 409, "fenced: {:?}", first.json());
     let replay = s.transfer(&a.token, Some("K"), &body).await;
-    assert_eq!((replay.status, replay.replayed()), (402, true));
     s.settle().await;
-    let answers = [
-        ("K".into(), first),
+    let ledger = s.ledger().await;
+    s.stop().await;
+    let answers = vec![
+        ("K".into(), first.clone()),
         ("K".into(), retry),
         ("K".into(), replay),
         ("K2".into(), other),
     ];
-    assert_agrees(&a, &answers, &s.ledger().await);
-    assert_eq!(s.balance(&a).await, 200);
-    s.stop().await;
+    (a, answers, ledger, first)
+}
+
+#[tokio::test]
+async fn a_stored_402_is_never_followed_by_the_slow_requests_debit() {
+    let (a, answers, ledger, first) = lost_lease_then_402().await;
+    assert_eq!(first.status, 409, "fenced: {:?}", first.json());
+    let replay = &answers[2].1;
+    assert_eq!((replay.status, replay.replayed()), (402, true));
+    assert_agrees(&a, &answers, &ledger);
 }
 
 #[tokio::test]
