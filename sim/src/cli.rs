@@ -65,7 +65,7 @@ pub struct RideArgs {
     /// Probability per transfer that Send is tapped twice at once.
     #[arg(long, default_value_t = 0.2, value_parser = parse_rate)]
     pub double_tap_rate: f64,
-    /// Probability per transfer that the user taps "check status" (`Sdk::resolve`) while it is still unfinished.
+    /// Probability per transfer that the user is impatient: "check status" (`Sdk::resolve`) if it still spins after 5 s-2.5 min.
     #[arg(long, default_value_t = 0.05, value_parser = parse_rate)]
     pub impatient_rate: f64,
     /// Probability per transfer that the phone's clock is changed by 1-6 hours, forwards or backwards.

@@ -256,7 +256,9 @@ impl Device {
                 .as_deref()
                 .filter(|_| rng.chance(plan.impatient_rate))
             {
-                self.sleep_sim(rng.range(0, 5_000)).await;
+                // The user watches the spinner; if it still spins when their patience (5 s - 2.5 min)
+                // runs out, they tap "check status" — so it lands on the slow attempts.
+                self.sleep_sim(rng.range(5_000, 150_000)).await;
                 self.check_status(id).await;
             }
             if rng.chance(plan.kill_rate) {

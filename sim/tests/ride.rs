@@ -81,3 +81,25 @@ fn a_key_per_retry_is_caught_as_double_debit() {
         "the message names the double debit: {stderr}"
     );
 }
+
+/// The server broken during the ride: gateway steps slower than the key lock, the server process
+/// SIGKILLed and restarted on its file, its clock jumping both ways.
+const SERVER_FAULTS: [&str; 6] = [
+    "--slow-gateway-rate",
+    "0.2",
+    "--server-kill-rate",
+    "0.05",
+    "--server-clock-jump-rate",
+    "0.05",
+];
+
+#[test]
+fn a_ride_against_a_broken_server_holds_every_invariant() {
+    let mut args = SERVER_FAULTS.to_vec();
+    args.extend(["--seed", "3"]);
+    let (code, r, stderr) = ride(&args);
+    assert_eq!(code, 0, "ride failed: {r:#}\n{stderr}");
+    assert_eq!(r["invariants_ok"], true);
+    assert_eq!(r["slow_gateway_rate"], 0.2);
+    assert!(r["server_kills"].is_u64() && r["server_clock_jumps"].is_u64(), "{r:#}");
+}
