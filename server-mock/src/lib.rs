@@ -28,7 +28,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
-pub use config::{parse_duration, ServerConfig};
+pub use config::{parse_duration, Secret, ServerConfig};
 pub use http::MAX_BODY_BYTES;
 
 use clock::Clock;
@@ -127,6 +127,9 @@ pub enum ServerError {
     /// The listen address could not be bound.
     #[error("cannot listen: {0}")]
     Io(#[from] std::io::Error),
+    /// The configuration is unsafe on this address.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// The HTTP router for `app` (without the connection-dropping accept loop).
@@ -174,6 +177,9 @@ impl Drop for RunningServer {
 
 /// Opens the database, binds `listen` (port 0 allowed) and serves until `shutdown`.
 pub async fn start(config: ServerConfig, listen: SocketAddr) -> Result<RunningServer, ServerError> {
+    if let Some(why) = config.refuse_listen(listen) {
+        return Err(ServerError::Refused(why));
+    }
     let app = tokio::task::spawn_blocking(move || AppState::open(config))
         .await
         .map_err(|e| DbError::Task(e.to_string()))??;

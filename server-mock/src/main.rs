@@ -30,6 +30,12 @@ struct Args {
     /// Do not mount the /v1/test and /v1/bench endpoints.
     #[arg(long)]
     no_test_api: bool,
+    /// Bearer token the test API requires; needed to serve it beyond loopback.
+    #[arg(long, env = "SENDONCE_TEST_API_TOKEN", hide_env_values = true)]
+    test_api_token: Option<String>,
+    /// A host name the test API answers besides loopback ones (repeatable).
+    #[arg(long = "allow-host")]
+    allow_hosts: Vec<String>,
     /// Test-only builds (feature `unfenced`): move money even when the key's lock was lost.
     #[arg(long, hide = true)]
     unsafe_no_fence: bool,
@@ -56,6 +62,8 @@ async fn main() -> ExitCode {
         lock_timeout: args.lock_timeout,
         gateway_delay: args.gateway_delay,
         test_api: !args.no_test_api,
+        test_api_token: args.test_api_token.map(server_mock::Secret::new),
+        allow_hosts: args.allow_hosts,
         ..ServerConfig::default()
     };
     let config = match args.unsafe_no_fence {

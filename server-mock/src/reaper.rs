@@ -172,7 +172,14 @@ fn resolve(
         // Authorised: finish it as its holder would have, so the key is never released
         // into a second authorisation. The holder, if still alive, is fenced out.
         (Some(_), Some(record)) => {
-            transfer::commit_transfer(conn, &record, &s.hash, &s.lock_id, fenced)?;
+            transfer::commit_transfer(
+                conn,
+                &record,
+                &s.hash,
+                &s.lock_id,
+                fenced,
+                transfer::Authorised::Yes,
+            )?;
             Ok(Resolved::Finished)
         }
         _ => {

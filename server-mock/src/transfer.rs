@@ -196,6 +196,13 @@ async fn run(
         std::process::abort();
     }
 
+    // A definitive 402 never costs a gateway call: a balance that does not cover the amount
+    // now goes straight to the commit, which stores the 402 (or, if a credit arrived
+    // meanwhile, moves nothing unauthorised and asks for a retry).
+    if !covers(app, caller, transfer.amount_minor).await? {
+        return commit(app, caller, key, hash, &transfer, &lock_id, Authorised::No).await;
+    }
+
     // (2) Gateway step, idempotent on the key and persisted: repeating it after a crash or
     // a reaper release gets the same authorisation back.
     let auth = gateway::authorize(
@@ -213,7 +220,7 @@ async fn run(
                 tracing::error!(key, "fault crash_after_gateway: aborting the process");
                 std::process::abort();
             }
-            commit(app, caller, key, hash, &transfer, &lock_id).await
+            commit(app, caller, key, hash, &transfer, &lock_id, Authorised::Yes).await
         }
         Err(e) => Err(e),
     };
@@ -318,6 +325,22 @@ async fn claim(
         .await
 }
 
+/// Whether the gateway authorised the payment before the commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Authorised {
+    /// It did: the commit may move money.
+    Yes,
+    /// The balance pre-check skipped it: the commit may only store a 402.
+    No,
+}
+
+/// Whether the caller's balance covers `amount` now (a read; the commit decides).
+async fn covers(app: &App, caller: &Caller, amount: i64) -> Result<bool, DbError> {
+    let user = caller.user_id.clone();
+    let balance = app.db.read(move |c| ledger::balance(c, &user)).await?;
+    Ok(balance >= amount)
+}
+
 /// (3) The money transaction, fenced by `lock_id`.
 async fn commit(
     app: &App,
@@ -326,6 +349,7 @@ async fn commit(
     hash: &[u8],
     transfer: &ValidTransfer,
     lock_id: &str,
+    authorised: Authorised,
 ) -> Result<Answer, DbError> {
     let record = TransferRecord {
         transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
@@ -340,7 +364,7 @@ async fn commit(
     let (hash, lock, fenced) = (hash.to_vec(), lock_id.to_string(), app.fenced());
     app.db
         .write(Durability::Full, move |c| {
-            commit_transfer(c, &record, &hash, &lock, fenced)
+            commit_transfer(c, &record, &hash, &lock, fenced, authorised)
         })
         .await
 }
@@ -378,6 +402,7 @@ pub(crate) fn commit_transfer(
     hash: &[u8],
     lock_id: &str,
     fenced: bool,
+    authorised: Authorised,
 ) -> Result<Answer, DbError> {
     let mut tx = conn.savepoint()?;
     let (user, key) = (
@@ -424,6 +449,14 @@ pub(crate) fn commit_transfer(
             idempotency::complete(&tx, user, key, lock_id, 402, &body)?;
             tx.commit()?;
             Ok(problem.into())
+        }
+        Ok(()) if authorised == Authorised::No => {
+            // Money arrived since the pre-check: no debit without the gateway. The retry
+            // runs the whole path.
+            drop(sp);
+            idempotency::release(&tx, user, key, lock_id)?;
+            tx.commit()?;
+            Ok(Problem::key_in_use().into())
         }
         Ok(()) => {
             sp.commit()?;

@@ -101,5 +101,8 @@ fn a_ride_against_a_broken_server_holds_every_invariant() {
     assert_eq!(code, 0, "ride failed: {r:#}\n{stderr}");
     assert_eq!(r["invariants_ok"], true);
     assert_eq!(r["slow_gateway_rate"], 0.2);
-    assert!(r["server_kills"].is_u64() && r["server_clock_jumps"].is_u64(), "{r:#}");
+    assert!(
+        r["server_kills"].is_u64() && r["server_clock_jumps"].is_u64(),
+        "{r:#}"
+    );
 }

@@ -1,6 +1,7 @@
 //! HTTP surface: routing, authentication and request-reading helpers.
 
 mod account;
+pub mod guard;
 mod test_api;
 mod transfers;
 
@@ -34,7 +35,10 @@ pub fn router(app: App) -> Router {
         )
         .route("/v1/transfers/{transfer_id}", get(transfers::get_by_id));
     if app.config.test_api {
-        routes = routes.merge(test_api::routes());
+        routes = routes.merge(
+            test_api::routes()
+                .route_layer(middleware::from_fn_with_state(app.clone(), guard::test_api)),
+        );
     }
     routes
         .fallback(fallback)
