@@ -113,6 +113,15 @@ pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTr
             "note is longer than {MAX_NOTE_CHARS} characters"
         )));
     }
+    if parsed
+        .note
+        .as_ref()
+        .is_some_and(|n| n.chars().any(crate::http::forbidden_char))
+    {
+        return Err(Problem::invalid(
+            "note must not contain control or bidi characters",
+        ));
+    }
     if parsed.to_user_id == caller.user_id {
         return Err(Problem::invalid("a transfer to yourself is not allowed"));
     }

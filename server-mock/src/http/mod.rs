@@ -2,6 +2,8 @@
 
 mod account;
 pub mod guard;
+
+pub(crate) use account::forbidden_char;
 mod test_api;
 mod transfers;
 

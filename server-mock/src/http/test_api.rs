@@ -73,7 +73,7 @@ struct CreatedUser {
 
 async fn create_user(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let body: NewUser = parse_json(&body_of(req).await?)?;
-    super::account::check_text("display_name", &body.display_name, 100)?;
+    let display_name = super::account::clean_text("display_name", &body.display_name, 100)?;
     if !(0..=transfer::MAX_AMOUNT_MINOR * 1000).contains(&body.balance_minor) {
         return Err(Problem::invalid(
             "balance_minor must be between 0 and 10^15",
@@ -94,7 +94,7 @@ async fn create_user(State(app): State<App>, req: Request) -> Result<Response, P
             tx.execute(
                 "INSERT INTO users (user_id, token, display_name, currency, created_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![u, t, body.display_name, body.currency, now],
+                params![u, t, display_name, body.currency, now],
             )?;
             // The opening balance is a ledger entry: balance is always the ledger's sum.
             if body.balance_minor > 0 {

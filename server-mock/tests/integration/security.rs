@@ -119,3 +119,57 @@ async fn a_definitive_402_costs_no_gateway_call() {
     tokio::time::sleep(Duration::ZERO).await;
     s.stop().await;
 }
+
+#[tokio::test]
+async fn names_and_notes_are_stored_clean_and_sms_stays_bounded() {
+    let s = start_default().await;
+    let phishing = format!(
+        "Ann\nURGENT: your wallet is locked, call +880\u{202E}{}",
+        " ".repeat(15_000)
+    );
+    let r = s
+        .post_json(
+            "/v1/test/users",
+            &json!({"display_name": phishing, "balance_minor": 100, "currency": "BDT"}),
+        )
+        .await;
+    assert_eq!(
+        r.code(),
+        "invalid_request",
+        "control and bidi characters are refused"
+    );
+    let (a, b) = (s.user("  Ann  ", 100).await, s.user("B", 0).await);
+    let profile = s
+        .client
+        .put(format!("{}/v1/profile", s.url))
+        .bearer_auth(&a.token)
+        .json(&json!({"display_name": format!("Ann{}", " ".repeat(15_000))}))
+        .send()
+        .await
+        .unwrap();
+    let profile: serde_json::Value = profile.json().await.unwrap();
+    assert_eq!(
+        profile["display_name"], "Ann",
+        "the trimmed value is what is stored"
+    );
+    let bad_note =
+        json!({"to_user_id": b.id, "amount_minor": 1, "currency": "BDT", "note": "hi\u{0007}"});
+    let r = s
+        .transfer(&a.token, Some("note"), &bad_note.to_string())
+        .await;
+    assert_eq!(r.code(), "invalid_request");
+    assert_eq!(
+        s.transfer(&a.token, Some("ok"), &transfer_body(&b.id, 1))
+            .await
+            .status,
+        201
+    );
+    s.settle().await;
+    let sms = s.get("/v1/test/sms", None).await.json();
+    let text = sms[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("from Ann (ref") && text.len() < 120,
+        "{text:?}"
+    );
+    s.stop().await;
+}
