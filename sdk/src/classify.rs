@@ -8,8 +8,8 @@ use crate::transport::{HttpResponse, TransportError};
 pub enum Verdict {
     /// The money moved (fresh or replayed answer).
     Succeeded {
-        /// Server's transfer id (None only if a 2xx body was unreadable).
-        server_transfer_id: Option<String>,
+        /// Server's transfer id, from a body that names this attempt's key.
+        server_transfer_id: String,
         /// `Idempotent-Replayed: true` was set.
         replayed: bool,
     },
@@ -28,18 +28,18 @@ pub enum Verdict {
     },
 }
 
-/// Classifies a transport result.
-pub fn classify(result: &Result<HttpResponse, TransportError>) -> Verdict {
+/// Classifies a transport result for the attempt sent with `expected_key`.
+pub fn classify(result: &Result<HttpResponse, TransportError>, expected_key: &str) -> Verdict {
     match result {
         Err(e) => Verdict::Retry {
             retry_after_ms: None,
             error: e.to_string(),
         },
-        Ok(response) => classify_response(response),
+        Ok(response) => classify_response(response, expected_key),
     }
 }
 
-fn classify_response(r: &HttpResponse) -> Verdict {
+fn classify_response(r: &HttpResponse, expected_key: &str) -> Verdict {
     let problem = Problem::parse(&r.body);
     let retry_after_ms = r.header("retry-after").and_then(parse_retry_after);
     let rejection = || Rejection {
@@ -48,11 +48,22 @@ fn classify_response(r: &HttpResponse) -> Verdict {
         http_status: r.status,
     };
     match r.status {
-        200..=299 => Verdict::Succeeded {
-            server_transfer_id: transfer_id(&r.body),
-            replayed: r
-                .header("idempotent-replayed")
-                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+        // A captive portal, a proxy or a followed redirect also answers 2xx: only a transfer that
+        // names this attempt's key proves the server moved the money for it.
+        200..=299 => match transfer_id_for(&r.body, expected_key) {
+            Some(server_transfer_id) => Verdict::Succeeded {
+                server_transfer_id,
+                replayed: r
+                    .header("idempotent-replayed")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            },
+            None => Verdict::Retry {
+                retry_after_ms: None,
+                error: format!(
+                    "{} without a transfer for this key (intermediary?)",
+                    r.status
+                ),
+            },
         },
         401 | 403 => Verdict::AuthRequired(format!("{} {}", r.status, problem.code)),
         409 => Verdict::Retry {
@@ -74,9 +85,14 @@ fn parse_retry_after(value: &str) -> Option<i64> {
     value.trim().parse::<u32>().ok().map(|s| s as i64 * 1000)
 }
 
-fn transfer_id(body: &[u8]) -> Option<String> {
+/// The server's transfer id, if `body` is a transfer JSON whose `idempotency_key` is `expected_key`.
+fn transfer_id_for(body: &[u8], expected_key: &str) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(body).ok()?;
-    v.get("transfer_id")?.as_str().map(str::to_owned)
+    if v.get("idempotency_key")?.as_str()? != expected_key {
+        return None;
+    }
+    let id = v.get("transfer_id")?.as_str()?;
+    (!id.is_empty()).then(|| id.to_owned())
 }
 
 /// The fields of an `application/problem+json` body the SDK uses.

@@ -114,7 +114,7 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
     let token_generation = core.token_generation();
     let span = tracing::info_span!("attempt", local_id, key = %key, attempt = transfer.attempts);
     let result = send(core, Method::Post, "/v1/transfers", Some(&key), body).await;
-    let verdict = classify(&result);
+    let verdict = classify(&result, &key);
     let _enter = span.enter();
     tracing::info!(?verdict, "attempt answered");
 
@@ -125,7 +125,7 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
             server_transfer_id,
             replayed,
         } => Update::Succeeded {
-            server_transfer_id,
+            server_transfer_id: Some(server_transfer_id),
             replayed,
             response_body: result.map(|r| r.body).unwrap_or_default(),
         },
@@ -189,14 +189,14 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
         next_attempt_at_ms: now + cap_ms(core),
         error,
     };
-    let update = match (&result, classify(&result)) {
+    let update = match (&result, classify(&result, &key)) {
         (
             Ok(r),
             Verdict::Succeeded {
                 server_transfer_id, ..
             },
         ) => Some(Update::Succeeded {
-            server_transfer_id,
+            server_transfer_id: Some(server_transfer_id),
             replayed: true,
             response_body: r.body.clone(),
         }),

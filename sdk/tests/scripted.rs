@@ -185,7 +185,10 @@ async fn connection_errors_are_retried() {
     assert!(waiting.last_error.unwrap().contains("connection"));
     let app = Router::new().route(
         "/v1/transfers",
-        post(|| async { (StatusCode::CREATED, OK) }),
+        post(|headers: axum::http::HeaderMap| async move {
+            let key = headers["idempotency-key"].to_str().unwrap().to_string();
+            (StatusCode::CREATED, OK.replace("{key}", &key))
+        }),
     );
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
