@@ -40,7 +40,7 @@ pub fn classify(result: &Result<HttpResponse, TransportError>, expected_key: &st
 }
 
 fn classify_response(r: &HttpResponse, expected_key: &str) -> Verdict {
-    let problem = Problem::parse(&r.body);
+    let problem = Problem::parse(r);
     let retry_after_ms = r.header("retry-after").and_then(parse_retry_after);
     let rejection = || Rejection {
         code: problem.code.clone(),
@@ -70,14 +70,42 @@ fn classify_response(r: &HttpResponse, expected_key: &str) -> Verdict {
             retry_after_ms: Some(retry_after_ms.unwrap_or(1000)),
             error: "409 the first attempt is still running on the server".into(),
         },
-        422 if problem.code == "idempotency_key_reused" => Verdict::Failed(rejection()),
         408 | 425 | 429 | 500..=599 => Verdict::Retry {
             retry_after_ms,
             error: format!("{} {}", r.status, problem.code).trim().to_string(),
         },
-        // 402 and every other 4xx are definitive answers about this request.
-        _ => Verdict::Rejected(rejection()),
+        // Only the server's own problem+json with a stable code is a definitive answer about this
+        // request; the same status from a proxy or a portal says nothing about the transfer.
+        400..=499 if !problem.from_server => Verdict::Retry {
+            retry_after_ms,
+            error: not_from_server(r),
+        },
+        422 if problem.code == "idempotency_key_reused" => Verdict::Failed(rejection()),
+        // 402 and every other 4xx from the server are definitive answers about this request.
+        400..=499 => Verdict::Rejected(rejection()),
+        // 1xx and 3xx never come from the server's transfer endpoints.
+        _ => Verdict::Retry {
+            retry_after_ms,
+            error: not_from_server(r),
+        },
     }
+}
+
+/// True only for the server's own "no transfer with this key": a 404 problem+json `transfer_not_found`.
+///
+/// Any other 404 (an HTML page, a proxy, a server without the look-up route) says nothing about the key.
+pub(crate) fn is_server_not_found(r: &HttpResponse) -> bool {
+    let problem = Problem::parse(r);
+    r.status == 404 && problem.from_server && problem.code == "transfer_not_found"
+}
+
+/// Why an answer counts as unknown, for the transfer's last error.
+pub(crate) fn not_from_server(r: &HttpResponse) -> String {
+    format!(
+        "{} {} is not the server's problem+json (intermediary?)",
+        r.status,
+        r.header("content-type").unwrap_or("without a content type")
+    )
 }
 
 /// `Retry-After` in delta-seconds; an HTTP date is treated as absent (the cap then applies).
@@ -100,11 +128,13 @@ fn transfer_id_for(body: &[u8], expected_key: &str) -> Option<String> {
 struct Problem {
     code: String,
     detail: String,
+    /// Content type `application/problem+json` and a non-empty `code`: the server's own answer.
+    from_server: bool,
 }
 
 impl Problem {
-    fn parse(body: &[u8]) -> Self {
-        let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    fn parse(r: &HttpResponse) -> Self {
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
         let text = |k: &str| {
             v.get(k)
                 .and_then(|x| x.as_str())
@@ -112,7 +142,15 @@ impl Problem {
                 .to_string()
         };
         let code = text("code");
+        let problem_json = r.header("content-type").is_some_and(|t| {
+            t.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .eq_ignore_ascii_case("application/problem+json")
+        });
         Problem {
+            from_server: problem_json && !code.is_empty(),
             code: if code.is_empty() {
                 "unknown".into()
             } else {

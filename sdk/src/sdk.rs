@@ -112,8 +112,9 @@ impl Sdk {
 
     /// Asks the server now, by key, what became of a transfer (never sends it, never mints a key).
     ///
-    /// A success or a stored rejection ends the transfer; "not found" ends only a transfer the SDK has
-    /// given up on (NeedsAttention) — otherwise sending simply goes on. If an attempt or a look-up is
+    /// A transfer for this key or a stored rejection replayed by the server ends the transfer; the server's
+    /// own 404 `transfer_not_found` ends only a transfer the SDK has given up on (NeedsAttention) —
+    /// otherwise sending simply goes on. Anything else (an intermediary, another 404) changes nothing. If an attempt or a look-up is
     /// already running, this waits for it first (bounded by twice the request timeout).
     pub async fn resolve(&self, local_id: &str) -> Result<Transfer> {
         let core = self.live()?.clone();

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::sleep;
 
-use crate::classify::{classify, Verdict};
+use crate::classify::{classify, is_server_not_found, Verdict};
 use crate::core::Core;
 use crate::error::Result;
 use crate::model::{Rejection, Transfer, TransferState};
@@ -200,7 +200,7 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
             replayed: true,
             response_body: r.body.clone(),
         }),
-        (Ok(r), _) if r.status == 404 && given_up => Some(Update::Ended {
+        (Ok(r), _) if is_server_not_found(r) && given_up => Some(Update::Ended {
             state: TransferState::Failed,
             rejection: Rejection {
                 code: "not_executed".into(),
@@ -208,17 +208,18 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
                 http_status: 404,
             },
         }),
-        (Ok(r), _) if r.status == 404 => None,
-        // A stored business outcome for this key (402, a validation answer) is as definitive here as on the POST.
-        (Ok(_), Verdict::Rejected(rejection)) => Some(Update::Ended {
+        (Ok(r), _) if is_server_not_found(r) => None,
+        // A stored outcome for this key (402) comes back as a replay and is as definitive as on the POST;
+        // any other server problem on a look-up is about the look-up, not the transfer.
+        (Ok(r), Verdict::Rejected(rejection)) if is_replay(r) => Some(Update::Ended {
             state: TransferState::Rejected,
             rejection,
         }),
-        (Ok(_), Verdict::Failed(rejection)) => Some(Update::Ended {
+        (Ok(r), Verdict::Failed(rejection)) if is_replay(r) => Some(Update::Ended {
             state: TransferState::Failed,
             rejection,
         }),
-        (Ok(r), _) if given_up => Some(later(format!("look-up answered {}", r.status))),
+        (Ok(r), verdict) if given_up => Some(later(lookup_unknown(r, verdict))),
         (Err(e), _) if given_up => Some(later(format!("look-up failed: {e}"))),
         _ => None,
     };
@@ -229,6 +230,26 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
     tracing::info!(local_id, key = %key, state = ?transfer.state, "status look-up");
     core.publish(transfer.clone());
     Ok(transfer)
+}
+
+fn is_replay(r: &HttpResponse) -> bool {
+    r.header("idempotent-replayed")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// Why a look-up answer left the outcome unknown, for the transfer's last error.
+fn lookup_unknown(r: &HttpResponse, verdict: Verdict) -> String {
+    let what = match verdict {
+        Verdict::Retry { error, .. } | Verdict::AuthRequired(error) => error,
+        Verdict::Rejected(p) | Verdict::Failed(p) => {
+            format!(
+                "{} {} is not a stored outcome for this key",
+                r.status, p.code
+            )
+        }
+        Verdict::Succeeded { .. } => format!("{}", r.status),
+    };
+    format!("look-up answered {what}; outcome still unknown")
 }
 
 fn retry_update(
