@@ -45,7 +45,12 @@ impl Sdk {
         config.validate()?;
         let store = Store::open(&config.db_path)?;
         let now = config.clock.now_ms();
-        let recovered = store.recover_in_flight(now)?;
+        let mut recovered = store.recover_in_flight(now)?;
+        // A transfer parked for credentials resumes as soon as the app opens with a token: it will not
+        // necessarily call set_access_token again.
+        if config.access_token.is_some() {
+            recovered.extend(store.resume_auth(now)?);
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("sendonce")

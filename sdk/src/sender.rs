@@ -150,10 +150,22 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
             error,
         } => retry_update(core, &transfer, &key, retry_after_ms, error, later),
     };
-    core.publish(
-        core.store
-            .record(local_id, &update, later, &[TransferState::Sending])?,
-    );
+    let parks = matches!(update, Update::AuthRequired { .. });
+    let mut recorded = core
+        .store
+        .record(local_id, &update, later, &[TransferState::Sending])?;
+    // A token set between the check above and this write found nothing to resume (the row still said
+    // Sending); set_access_token bumps the generation before it resumes, so looking again here closes that gap.
+    if parks && core.token_generation() != token_generation {
+        let resume = Update::Retry {
+            next_attempt_at_ms: later,
+            error: "a new access token arrived while the 401 was recorded".into(),
+        };
+        recorded = core
+            .store
+            .record(local_id, &resume, later, &[TransferState::AuthRequired])?;
+    }
+    core.publish(recorded);
     Ok(())
 }
 
