@@ -130,6 +130,9 @@ impl Sdk {
                 let deadline = tokio::time::Instant::now() + core.config.request_timeout * 2;
                 let mut changes = core.changes.subscribe();
                 loop {
+                    if core.is_closed() {
+                        return Err(SdkError::Closed);
+                    }
                     let current = core
                         .store
                         .get(&id)?
@@ -155,7 +158,7 @@ impl Sdk {
                 result
             })
             .await
-            .map_err(|e| SdkError::Internal(e.to_string()))?
+            .map_err(|e| joined(&self.core, e))?
     }
 
     /// Registers a listener told of every change; returns an id for `remove_listener`.
@@ -276,6 +279,7 @@ pub(crate) async fn persist(
     request: TransferRequest,
 ) -> Result<Transfer> {
     request.validate()?;
+    let owner = core;
     let core = core.clone();
     handle
         .spawn_blocking(move || {
@@ -288,7 +292,16 @@ pub(crate) async fn persist(
             Ok(transfer)
         })
         .await
-        .map_err(|e| SdkError::Internal(e.to_string()))?
+        .map_err(|e| joined(owner, e))?
+}
+
+/// A task of the SDK's runtime that did not finish: cut off by `close()` (say so), or a caught panic.
+fn joined(core: &Core, e: tokio::task::JoinError) -> SdkError {
+    if core.is_closed() || e.is_cancelled() {
+        SdkError::Closed
+    } else {
+        SdkError::Internal(e.to_string())
+    }
 }
 
 impl Drop for Sdk {
