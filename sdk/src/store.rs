@@ -2,7 +2,9 @@
 //!
 //! Every function is one visible transaction; the sender calls them in order.
 
-use std::fs::{File, OpenOptions};
+mod file;
+
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -11,6 +13,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::{Result, SdkError};
 use crate::model::{Rejection, Transfer, TransferRequest, TransferState};
+use file::{check_is_ours, take_instance_lock, APPLICATION_ID};
 
 const SCHEMA_VERSION: i64 = 1;
 
@@ -87,6 +90,8 @@ pub struct Store {
 impl Store {
     /// Opens (or creates) the file, takes the instance lock and migrates the schema. Never deletes data.
     pub fn open(path: &Path) -> Result<Self> {
+        // Before the lock file, the WAL switch or any other write: another app's file stays exactly as found.
+        check_is_ours(path)?;
         let lock = take_instance_lock(path)?;
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
@@ -127,7 +132,9 @@ impl Store {
             }
         }
         conn.execute_batch(SCHEMA)?;
-        conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))?;
+        conn.execute_batch(&format!(
+            "PRAGMA user_version={SCHEMA_VERSION}; PRAGMA application_id={APPLICATION_ID};"
+        ))?;
         let checkpointer = Connection::open(path)?;
         checkpointer.busy_timeout(std::time::Duration::from_secs(1))?;
         Ok(Self {
@@ -400,26 +407,6 @@ impl Store {
 /// Runs one statement through the statement cache (parsing is most of a small write's CPU cost).
 fn exec(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
     conn.prepare_cached(sql)?.execute(params)
-}
-
-fn take_instance_lock(db_path: &Path) -> Result<File> {
-    let mut lock_path = db_path.as_os_str().to_owned();
-    lock_path.push(".lock");
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| {
-            SdkError::StorageUnavailable(format!("{}: {e}", PathBuf::from(&lock_path).display()))
-        })?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            Err(SdkError::AlreadyOpen(db_path.display().to_string()))
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(SdkError::StorageUnavailable(e.to_string())),
-    }
 }
 
 fn read_transfer(r: &Row<'_>) -> rusqlite::Result<Transfer> {

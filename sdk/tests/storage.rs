@@ -240,3 +240,54 @@ async fn a_full_disk_is_a_typed_error_and_keeps_what_was_written() {
         .unwrap();
     assert_eq!(n as usize, stored.len());
 }
+
+/// Every file in `dir` with its bytes.
+fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_foreign_sqlite_file_is_left_exactly_as_found() {
+    for journal in ["DELETE", "WAL"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("photos.db");
+        {
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            conn.query_row(&format!("PRAGMA journal_mode={journal}"), [], |_| Ok(()))
+                .unwrap();
+            conn.execute_batch(
+                "CREATE TABLE photos(id INTEGER PRIMARY KEY, name TEXT);
+                 INSERT INTO photos(name) VALUES ('beach'), ('train');",
+            )
+            .unwrap();
+        }
+        let before = snapshot(dir.path());
+        let err = Sdk::open(cfg(&db)).unwrap_err();
+        assert!(
+            matches!(err, SdkError::StorageCorrupt(_)),
+            "{journal}: {err:?}"
+        );
+        let after = snapshot(dir.path());
+        let names = |s: &[(String, Vec<u8>)]| s.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&after),
+            names(&before),
+            "{journal}: no file added or removed"
+        );
+        assert!(
+            after == before,
+            "{journal}: every byte of every file unchanged"
+        );
+    }
+}
