@@ -91,6 +91,46 @@ fn classify_response(r: &HttpResponse, expected_key: &str) -> Verdict {
     }
 }
 
+/// How far an attempt got, as far as the device can tell (ordered: a later attempt only raises it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Contact {
+    /// Nothing got past the device: offline, or no connection could be made.
+    None = 0,
+    /// Something answered, but never the server itself (a captive portal, a proxy).
+    Intermediary = 1,
+    /// The server answered, or may have (a timeout: the request can have arrived and committed).
+    Server = 2,
+}
+
+impl Contact {
+    /// From the persisted integer; an unknown value counts as the server (the give-up rule then applies as before).
+    pub(crate) fn from_i64(v: i64) -> Self {
+        match v {
+            0 => Self::None,
+            1 => Self::Intermediary,
+            _ => Self::Server,
+        }
+    }
+}
+
+/// How far the attempt sent with `expected_key` got.
+pub(crate) fn contact(
+    result: &Result<HttpResponse, TransportError>,
+    expected_key: &str,
+) -> Contact {
+    match result {
+        Err(TransportError::Offline) | Err(TransportError::Connection(_)) => Contact::None,
+        Err(TransportError::Timeout) => Contact::Server,
+        Ok(r)
+            if Problem::parse(r).from_server
+                || transfer_id_for(&r.body, expected_key).is_some() =>
+        {
+            Contact::Server
+        }
+        Ok(_) => Contact::Intermediary,
+    }
+}
+
 /// True only for the server's own "no transfer with this key": a 404 problem+json `transfer_not_found`.
 ///
 /// Any other 404 (an HTML page, a proxy, a server without the look-up route) says nothing about the key.

@@ -285,7 +285,10 @@ pub(crate) async fn persist(
         .spawn_blocking(move || {
             let local_id = uuid::Uuid::now_v7().to_string();
             let key = mint_key();
+            let mono = core.clock.monotonic_ms();
             let transfer = core.store.insert(&local_id, &key, &request, core.clock.now_ms())?;
+            // Its sending time starts now, not when this instance opened.
+            core.mark_elapsed(&local_id, mono);
             tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor, "transfer persisted");
             core.publish(transfer.clone());
             core.wake.notify_one();
