@@ -65,7 +65,11 @@ fn classify_response(r: &HttpResponse, expected_key: &str) -> Verdict {
                 ),
             },
         },
-        401 | 403 => Verdict::AuthRequired(format!("{} {}", r.status, problem.code)),
+        // A proxy's block page or a portal's login is no verdict on our token: parking the transfer
+        // until the app sends a new one could stall it for good.
+        401 | 403 if problem.from_server => {
+            Verdict::AuthRequired(format!("{} {}", r.status, problem.code))
+        }
         409 => Verdict::Retry {
             retry_after_ms: Some(retry_after_ms.unwrap_or(1000)),
             error: "409 the first attempt is still running on the server".into(),

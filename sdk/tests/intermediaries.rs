@@ -65,6 +65,9 @@ async fn a_4xx_that_is_not_the_servers_problem_json_is_retried_not_rejected() {
         Answer(422, vec![HTML], "<html>Unprocessable</html>"),
         // JSON with a code, but not the server's problem+json.
         Answer(404, vec![JSON], r#"{"code":"invalid_request"}"#),
+        // A corporate proxy's block page and a portal's login challenge: not the server refusing the token.
+        Answer(403, vec![HTML], "<html>Blocked by policy</html>"),
+        Answer(401, vec![("content-type", "text/plain")], "Login required"),
     ];
     for answer in answers {
         let status = answer.0;
