@@ -203,9 +203,10 @@ const LOOKUP_FROM: &[TransferState] = &[
 
 /// Resolves an unknown outcome through the status look-up by key; never sends the transfer again.
 ///
-/// The caller holds the transfer's claim, so no attempt of this instance is on the wire. Only a
-/// transfer the sender has given up on (NeedsAttention) can conclude "not executed" from a 404:
-/// for any other, a 404 only means "not yet", and sending goes on.
+/// The caller holds the transfer's claim, so no attempt of this instance is on the wire. The
+/// server's own 404 (`transfer_not_found` problem+json) ends the transfer as "not executed"
+/// whenever it comes: the contract makes a by-key 404 final (DESIGN.md invariant 6; server-mock
+/// closes the key with it), so sending on would only replay it.
 pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
     let Some(current) = core.store.get(local_id)? else {
         return Err(crate::error::SdkError::NotFound(local_id.into()));
@@ -233,7 +234,7 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
             replayed: true,
             response_body: r.body.clone(),
         }),
-        (Ok(r), _) if is_server_not_found(r) && given_up => Some(Update::Ended {
+        (Ok(r), _) if is_server_not_found(r) => Some(Update::Ended {
             state: TransferState::Failed,
             rejection: Rejection {
                 code: "not_executed".into(),
@@ -241,7 +242,6 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
                 http_status: 404,
             },
         }),
-        (Ok(r), _) if is_server_not_found(r) => None,
         // A stored outcome for this key (402) comes back as a replay and is as definitive as on the POST;
         // any other server problem on a look-up is about the look-up, not the transfer.
         (Ok(r), Verdict::Rejected(rejection)) if is_replay(r) => Some(Update::Ended {

@@ -3,6 +3,7 @@
 
 pub mod checker;
 pub mod cli;
+pub mod dashboard;
 pub mod device;
 pub mod report;
 pub mod ride;

@@ -95,6 +95,8 @@ pub struct Report {
     pub server_kills: u64,
     /// Server wall-clock jumps during the ride.
     pub server_clock_jumps: u64,
+    /// Status look-ups by the users' web dashboards (slow requests only).
+    pub dashboard_look_ups: u64,
     /// Confirm to success, median (phones whose clock jumped excluded).
     pub time_to_confirm_p50_ms: i64,
     /// Confirm to success, 99th percentile (phones whose clock jumped excluded).
@@ -211,10 +213,11 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "server faults    {} SIGKILLs + restarts, {} clock jumps, slow gateway rate {}{}",
+            "server faults    {} SIGKILLs + restarts, {} clock jumps, slow gateway rate {} ({} dashboard look-ups of slow requests){}",
             self.server_kills,
             self.server_clock_jumps,
             self.slow_gateway_rate,
+            self.dashboard_look_ups,
             if self.unfenced {
                 " (UNFENCED test build)"
             } else {

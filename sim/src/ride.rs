@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use sendonce::{Clock, NetworkProfile, SimClock, SystemClock, TransferState};
 
 use crate::checker::{check, PhoneView, ServerView};
+use crate::dashboard;
 use crate::device::{needed_attention, Device, Plan, CURRENCY};
 use crate::report::{percentile, Report};
 use crate::rng::Rng;
@@ -87,6 +88,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     let dir = tempfile::tempdir().context("temp dir")?;
     let mut server = RideServer::start(&dir.path().join("server.db"), &cfg.server).await?;
     let api = TestApi::new(server.base_url())?;
+    let api_base = server.base_url();
 
     let mut rng = Rng::new(cfg.seed, 0);
     let pool = api.create_user("recipient pool", 0, CURRENCY).await?;
@@ -179,18 +181,30 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         }));
     }
     // Meanwhile the server is broken now and then (kills, clock jumps) until the phones are done.
+    // With gateway steps slower than the lock, the user's web dashboard also reads the keys
+    // of slow requests: the second reader that sees a lost lease.
     let (stop, stopped) = tokio::sync::oneshot::channel();
+    let (stop_dashboard, dashboard_stopped) = tokio::sync::oneshot::channel();
     let phones = async move {
         let mut devices = Vec::new();
         for task in tasks {
             devices.push(task.await??);
         }
-        drop(stop);
+        drop((stop, stop_dashboard));
         anyhow::Ok(devices)
     };
     let chaos = server::chaos(&mut server, &api, &cfg.server, &faults, cfg.seed, stopped);
-    let (devices, chaos) = tokio::join!(phones, chaos);
-    let (devices, chaos) = (devices?, chaos?);
+    let dashboard = async {
+        if cfg.server.slow_gateway_rate > 0.0 {
+            let after = cfg.server.lock_timeout() + std::time::Duration::from_millis(100);
+            dashboard::watch(wire.clone(), api_base.clone(), after, dashboard_stopped).await
+        } else {
+            Ok(0)
+        }
+    };
+    let (devices, chaos, dashboard) = tokio::join!(phones, chaos, dashboard);
+    let (devices, mut chaos, dashboard) = (devices?, chaos?, dashboard?);
+    chaos.dashboard_look_ups = dashboard;
     let ride_sim_ms = ride_clock.now_ms() - start_ms;
     probing.store(false, std::sync::atomic::Ordering::Relaxed);
     let mut lags = lag_probe.await.unwrap_or_default();
@@ -348,6 +362,7 @@ fn build_report(
         unfenced: cfg.server.unfenced,
         server_kills: chaos.kills,
         server_clock_jumps: chaos.clock_jumps,
+        dashboard_look_ups: chaos.dashboard_look_ups,
         time_to_confirm_p50_ms: percentile(&ttc, 50.0),
         time_to_confirm_p99_ms: percentile(&ttc, 99.0),
         simulated_ride_ms: ride_sim_ms,

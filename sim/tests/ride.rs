@@ -106,3 +106,22 @@ fn a_ride_against_a_broken_server_holds_every_invariant() {
         "{r:#}"
     );
 }
+/// The same ride against a server without the fence (test-only build, feature server-mock/unfenced): the
+/// users' dashboards look up slow requests after their lease ran out and are told "not found", and then
+/// those requests debit. The checker must see it.
+#[test]
+fn the_unfenced_server_is_caught() {
+    let mut args = SERVER_FAULTS.to_vec();
+    args.extend(["--seed", "3", "--unsafe-no-fence"]);
+    let (code, r, stderr) = ride(&args);
+    assert_eq!(
+        code, 1,
+        "the unfenced server must fail the ride: {r:#}\n{stderr}"
+    );
+    assert_eq!(r["unfenced"], true);
+    assert!(
+        stderr.contains("FAIL server agrees with its ledger")
+            && stderr.contains("but the ledger has debit"),
+        "no clear message on stderr: {stderr}"
+    );
+}
