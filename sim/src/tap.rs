@@ -180,7 +180,7 @@ impl Transport for Tap {
         Box::pin(async move {
             self.before(&request);
             let sent = HttpRequest {
-                method: request.method.clone(),
+                method: request.method,
                 url: request.url.clone(),
                 headers: request.headers.clone(),
                 body: Vec::new(),
