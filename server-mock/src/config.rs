@@ -19,6 +19,8 @@ pub struct ServerConfig {
     pub test_api_token: Option<Secret>,
     /// Host names the test API answers besides loopback ones (`--allow-host`).
     pub allow_hosts: Vec<String>,
+    /// Connection limits: slow or idle clients cannot hold the server.
+    pub limits: Limits,
     /// Test-only builds: the debit transaction skips the lock check (the fence), so tests
     /// and rides can show the double payments it prevents. Never in a shipped binary.
     #[cfg(feature = "unfenced")]
@@ -35,8 +37,31 @@ impl Default for ServerConfig {
             test_api: true,
             test_api_token: None,
             allow_hosts: Vec::new(),
+            limits: Limits::default(),
             #[cfg(feature = "unfenced")]
             unfenced: false,
+        }
+    }
+}
+
+/// What one client may hold of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// A request's headers must arrive within this (also closes idle keep-alive connections).
+    pub header_read_timeout: Duration,
+    /// A request must be answered within this, or it gets 503 with `Retry-After`.
+    pub request_timeout: Duration,
+    /// Open connections at most; more are answered 503 and closed.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            // Above the longest injected gateway delay a test uses, below a client's patience.
+            request_timeout: Duration::from_secs(60),
+            max_connections: 1024,
         }
     }
 }

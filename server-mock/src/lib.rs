@@ -187,7 +187,12 @@ pub async fn start(config: ServerConfig, listen: SocketAddr) -> Result<RunningSe
     let addr = listener.local_addr()?;
     let (shutdown, rx) = watch::channel(false);
     let tasks = vec![
-        tokio::spawn(serve::serve(listener, router(app.clone()), rx.clone())),
+        tokio::spawn(serve::serve(
+            listener,
+            router(app.clone()),
+            app.config.limits,
+            rx.clone(),
+        )),
         tokio::spawn(outbox::run(app.clone(), rx.clone())),
         tokio::spawn(reaper::run(app.clone(), rx)),
     ];

@@ -36,6 +36,15 @@ struct Args {
     /// A host name the test API answers besides loopback ones (repeatable).
     #[arg(long = "allow-host")]
     allow_hosts: Vec<String>,
+    /// A request's headers must arrive within this; also closes idle keep-alive connections.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    header_read_timeout: Duration,
+    /// Longest time to answer a request (then 503 with Retry-After).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    request_timeout: Duration,
+    /// Open connections at most; more get 503 and are closed.
+    #[arg(long, default_value_t = 1024)]
+    max_connections: usize,
     /// Test-only builds (feature `unfenced`): move money even when the key's lock was lost.
     #[arg(long, hide = true)]
     unsafe_no_fence: bool,
@@ -66,6 +75,11 @@ async fn main() -> ExitCode {
         test_api: !args.no_test_api,
         test_api_token: args.test_api_token.map(server_mock::Secret::new),
         allow_hosts: args.allow_hosts,
+        limits: server_mock::config::Limits {
+            header_read_timeout: args.header_read_timeout,
+            request_timeout: args.request_timeout,
+            max_connections: args.max_connections.max(1),
+        },
         ..ServerConfig::default()
     };
     let config = match args.unsafe_no_fence {

@@ -46,6 +46,7 @@ pub fn router(app: App) -> Router {
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(app.clone(), fault_503))
+        .layer(middleware::from_fn_with_state(app.clone(), deadline))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(on_panic))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(app)
@@ -66,6 +67,23 @@ async fn method_not_allowed() -> Problem {
 /// A bug must cost one 500, never the process.
 fn on_panic(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     Problem::internal("handler panicked").into_response()
+}
+
+/// Every request is answered within the request timeout: past it, 503 with `Retry-After`.
+/// A transfer's own work runs in a task of its own and goes on; the retry gets its outcome.
+async fn deadline(State(app): State<App>, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(app.config.limits.request_timeout, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => {
+            let mut p = Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "request_timeout",
+                "the request took longer than the server's request timeout; retry with the same key",
+            );
+            p.retry_after = Some(1);
+            p.into_response()
+        }
+    }
 }
 
 /// The 503 fault: answered before anything is read or written. Test endpoints are exempt

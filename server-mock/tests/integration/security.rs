@@ -173,3 +173,126 @@ async fn names_and_notes_are_stored_clean_and_sms_stays_bounded() {
     );
     s.stop().await;
 }
+
+mod connections {
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use crate::common::*;
+
+    /// Reads until the server closes the connection (Ok) or `limit` passes (Err).
+    async fn closed_within(stream: &mut TcpStream, limit: Duration) -> Result<Vec<u8>, ()> {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let read = async {
+            loop {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+        };
+        tokio::time::timeout(limit, read).await.map_err(|_| ())?;
+        Ok(got)
+    }
+
+    #[tokio::test]
+    async fn slow_headers_and_idle_keep_alive_are_closed() {
+        let s = start_with(|c| c.limits.header_read_timeout = Duration::from_millis(300)).await;
+        let addr = s.server.addr;
+        // Dripped headers: never a whole head.
+        let mut slow = TcpStream::connect(addr).await.unwrap();
+        slow.write_all(b"GET /v1/wallet HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .await
+            .unwrap();
+        let mut closed = false;
+        for _ in 0..40 {
+            if slow.write_all(b"X-Drip: 1\r\n").await.is_err() {
+                closed = true;
+                break;
+            }
+            let mut b = [0u8; 1];
+            if let Ok(Ok(0)) =
+                tokio::time::timeout(Duration::from_millis(100), slow.read(&mut b)).await
+            {
+                closed = true;
+                break;
+            }
+        }
+        assert!(
+            closed,
+            "a client dripping headers for 4 s was still being served"
+        );
+        // Idle after one answered request.
+        let mut idle = TcpStream::connect(addr).await.unwrap();
+        idle.write_all(b"GET /v1/wallet HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .unwrap();
+        let answer = closed_within(&mut idle, Duration::from_secs(10)).await;
+        let answer = answer.expect("an idle keep-alive connection must be closed");
+        assert!(
+            answer.starts_with(b"HTTP/1.1 401"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+        s.stop().await;
+    }
+
+    #[tokio::test]
+    async fn connections_beyond_the_limit_get_503_and_the_server_recovers() {
+        let s = start_with(|c| c.limits.max_connections = 4).await;
+        let addr = s.server.addr;
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            let mut c = TcpStream::connect(addr).await.unwrap();
+            c.write_all(b"GET /v1/wallet HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                .await
+                .unwrap();
+            held.push(c);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await; // let the loop accept them
+        let mut extra = TcpStream::connect(addr).await.unwrap();
+        let answer = closed_within(&mut extra, Duration::from_secs(5))
+            .await
+            .expect("answered and closed");
+        let text = String::from_utf8_lossy(&answer);
+        assert!(
+            text.starts_with("HTTP/1.1 503") && text.contains("too_many_connections"),
+            "{text}"
+        );
+        drop(held);
+        let mut ok = None;
+        for _ in 0..50 {
+            let r = s.get("/v1/wallet", None).await;
+            if r.status == 401 {
+                ok = Some(r);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(ok.is_some(), "freed slots serve again");
+        s.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_request_past_its_deadline_gets_503_and_the_transfer_still_completes_once() {
+        let s = start_with(|c| c.limits.request_timeout = Duration::from_millis(300)).await;
+        let (a, b) = (s.user("A", 1_000).await, s.user("B", 0).await);
+        s.faults(serde_json::json!({"gateway_delay_ms": 1_000}))
+            .await;
+        let body = transfer_body(&b.id, 10);
+        let first = s.transfer(&a.token, Some("late"), &body).await;
+        assert_eq!(
+            (first.status, first.code()),
+            (503, "request_timeout".into())
+        );
+        assert!(first.headers.get("retry-after").is_some());
+        s.faults(serde_json::json!({"gateway_delay_ms": 0})).await;
+        let done = s.transfer_until_done(&a.token, "late", &body).await;
+        assert_eq!(done.status, 201);
+        assert_eq!(s.debits_for(&a, "late").await, 1);
+        s.stop().await;
+    }
+}
