@@ -21,6 +21,8 @@ pub struct ServerConfig {
     pub allow_hosts: Vec<String>,
     /// Connection limits: slow or idle clients cannot hold the server.
     pub limits: Limits,
+    /// Per-user request rate and keys per hour.
+    pub quotas: crate::quota::QuotaLimits,
     /// Test-only builds: the debit transaction skips the lock check (the fence), so tests
     /// and rides can show the double payments it prevents. Never in a shipped binary.
     #[cfg(feature = "unfenced")]
@@ -38,6 +40,7 @@ impl Default for ServerConfig {
             test_api_token: None,
             allow_hosts: Vec::new(),
             limits: Limits::default(),
+            quotas: crate::quota::QuotaLimits::default(),
             #[cfg(feature = "unfenced")]
             unfenced: false,
         }

@@ -14,6 +14,7 @@ pub mod idempotency;
 pub mod ledger;
 pub mod outbox;
 pub mod problem;
+pub mod quota;
 pub mod reaper;
 mod schema;
 pub mod serve;
@@ -49,6 +50,8 @@ pub struct AppState {
     pub instance: String,
     /// When this process started; lock ages are measured from it, never from the wall clock.
     started: Instant,
+    /// Per-user request and key quotas.
+    pub quotas: quota::Quotas,
     /// Largest transfer amount accepted now (the test API can lower it).
     max_amount_minor: AtomicI64,
     /// Wakes the relay (a transfer committed, a replay was requested).
@@ -66,6 +69,7 @@ impl AppState {
         let db = Db::open(&config.db)?;
         Ok(Arc::new(Self {
             faults: Faults::new(config.gateway_delay),
+            quotas: quota::Quotas::new(config.quotas),
             instance: uuid::Uuid::new_v4().simple().to_string(),
             started: Instant::now(),
             max_amount_minor: AtomicI64::new(transfer::MAX_AMOUNT_MINOR),

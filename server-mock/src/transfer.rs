@@ -193,6 +193,13 @@ async fn run(
                 .unwrap_or_else(|| problem.into()))
         }
     };
+    // A key not seen before counts against the user's keys per hour (nothing is stored
+    // when it runs out: the retry, with the same key, is a first request again).
+    if let Err(wait) = app.quotas.new_key(&caller.user_id) {
+        return Ok(
+            Problem::rate_limited("too many new keys from this user this hour", wait).into(),
+        );
+    }
     let lock_id = uuid::Uuid::new_v4().simple().to_string();
     match claim(app, caller, key, body, hash, &lock_id).await? {
         Claim::Acquired => {}

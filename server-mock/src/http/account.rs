@@ -114,6 +114,9 @@ struct Beneficiary {
     created_at: String,
 }
 
+/// Beneficiaries one user may keep.
+pub const MAX_BENEFICIARIES: i64 = 200;
+
 /// `POST /v1/beneficiaries`: UNIQUE (user, phone) turns a repeat into 200 with the original.
 pub async fn post_beneficiary(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let (parts, body) = req.into_parts();
@@ -135,9 +138,19 @@ pub async fn post_beneficiary(State(app): State<App>, req: Request) -> Result<Re
     let id = format!("ben_{}", uuid::Uuid::now_v7().simple());
     let now = app.clock.now_ms();
     let user = caller.user_id;
-    let (created, row) = app
+    let outcome = app
         .db
         .call(move |c| {
+            // A cap per user, so beneficiaries cannot grow without bound; a repeat of an
+            // existing phone is still answered with its record.
+            let (count, exists): (i64, bool) = c.query_row(
+                "SELECT COUNT(*), COALESCE(SUM(phone = ?2), 0) > 0 FROM beneficiaries WHERE user_id = ?1",
+                params![user, phone],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            if count >= MAX_BENEFICIARIES && !exists {
+                return Ok(None);
+            }
             // The unique constraint decides; the select only reads the winner.
             let inserted = c.execute(
                 "INSERT INTO beneficiaries (beneficiary_id, user_id, phone, name, created_at_ms)
@@ -159,10 +172,17 @@ pub async fn post_beneficiary(State(app): State<App>, req: Request) -> Result<Re
                     },
                 )
                 .optional()?;
-            Ok((inserted == 1, row))
+            Ok(Some((inserted == 1, row)))
         })
         .await
         .map_err(Problem::internal)?;
+    let Some((created, row)) = outcome else {
+        return Err(Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "beneficiary_limit",
+            format!("at most {MAX_BENEFICIARIES} beneficiaries per user"),
+        ));
+    };
     let row = row.ok_or_else(|| Problem::internal("beneficiary vanished after insert"))?;
     let status = if created {
         StatusCode::CREATED

@@ -296,3 +296,79 @@ mod connections {
         s.stop().await;
     }
 }
+
+#[tokio::test]
+async fn per_user_quotas_answer_429_and_store_nothing() {
+    let s = start_with(|c| {
+        c.quotas = server_mock::quota::QuotaLimits {
+            requests_per_second: 0.01,
+            burst: 4.0,
+            keys_per_hour: 2,
+        }
+    })
+    .await;
+    let (a, b, c) = (
+        s.user("A", 1_000).await,
+        s.user("B", 0).await,
+        s.user("C", 1_000).await,
+    );
+    let body = transfer_body(&b.id, 1);
+    assert_eq!(s.transfer(&a.token, Some("k1"), &body).await.status, 201);
+    assert_eq!(s.transfer(&a.token, Some("k2"), &body).await.status, 201);
+    let third = s.transfer(&a.token, Some("k3"), &body).await;
+    assert_eq!(
+        (third.status, third.code()),
+        (429, "rate_limited".into()),
+        "keys per hour"
+    );
+    assert!(third.headers.get("retry-after").is_some());
+    let replay = s.transfer(&a.token, Some("k1"), &body).await;
+    assert_eq!(
+        (replay.status, replay.replayed()),
+        (201, true),
+        "a known key still replays"
+    );
+    let flood = s.transfer(&a.token, Some("k1"), &body).await;
+    assert_eq!(flood.status, 429, "the request bucket (burst 4) is empty");
+    assert_eq!(
+        s.transfer(&c.token, Some("k3"), &body).await.status,
+        201,
+        "other users are not starved"
+    );
+    assert_eq!(
+        s.debits_for(&a, "k3").await,
+        0,
+        "the refused key stored nothing"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn beneficiaries_are_capped_per_user() {
+    let s = start_default().await;
+    let a = s.user("A", 0).await;
+    let add = |phone: String| {
+        let (client, url, token) = (s.client.clone(), s.url.clone(), a.token.clone());
+        async move {
+            client
+                .post(format!("{url}/v1/beneficiaries"))
+                .bearer_auth(token)
+                .json(&json!({"phone": phone, "name": "N"}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    for i in 0..200 {
+        assert_eq!(add(format!("+8801{i:07}")).await, 201);
+    }
+    assert_eq!(add("+8801999999".into()).await, 422, "the 201st is refused");
+    assert_eq!(
+        add("+88010000007".into()).await,
+        200,
+        "a repeat is still answered with its record"
+    );
+    s.stop().await;
+}
