@@ -3,6 +3,7 @@
 //! `start` opens the SQLite database, starts the relay and the reaper, and serves the
 //! HTTP API; see README.md for the endpoints.
 
+pub mod auth;
 pub mod clock;
 pub mod config;
 pub mod consumers;
@@ -104,6 +105,15 @@ impl AppState {
         let limit = limit.clamp(1, transfer::MAX_AMOUNT_MINOR);
         self.max_amount_minor.store(limit, Ordering::SeqCst);
         limit
+    }
+
+    /// What the money transaction enforces for a request the gateway did (or did not) authorise.
+    pub(crate) fn rules(&self, authorised: transfer::Authorised) -> transfer::Rules {
+        transfer::Rules {
+            fenced: self.fenced(),
+            authorised,
+            max_balance: self.config.max_balance_minor,
+        }
     }
 
     /// Whether the debit transaction checks the lock (always, unless a test-only build

@@ -341,6 +341,18 @@ async fn claim(
         .await
 }
 
+/// What the money transaction enforces besides the ledger's own constraints.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rules {
+    /// Check the lock first (always, but in a test-only unfenced build).
+    pub fenced: bool,
+    /// Whether the gateway authorised the payment.
+    pub authorised: Authorised,
+    /// Highest balance a recipient may reach (far below i64::MAX, so credits in flight
+    /// can never overflow a balance into a float).
+    pub max_balance: i64,
+}
+
 /// Whether the gateway authorised the payment before the commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Authorised {
@@ -377,10 +389,10 @@ async fn commit(
         created_at_ms: app.clock.now_ms(),
         idempotency_key: key.to_string(),
     };
-    let (hash, lock, fenced) = (hash.to_vec(), lock_id.to_string(), app.fenced());
+    let (hash, lock, rules) = (hash.to_vec(), lock_id.to_string(), app.rules(authorised));
     app.db
         .write(Durability::Full, move |c| {
-            commit_transfer(c, &record, &hash, &lock, fenced, authorised)
+            commit_transfer(c, &record, &hash, &lock, rules)
         })
         .await
 }
@@ -417,19 +429,21 @@ pub(crate) fn commit_transfer(
     record: &TransferRecord,
     hash: &[u8],
     lock_id: &str,
-    fenced: bool,
-    authorised: Authorised,
+    rules: Rules,
 ) -> Result<Answer, DbError> {
     let mut tx = conn.savepoint()?;
     let (user, key) = (
         record.from_user_id.as_str(),
         record.idempotency_key.as_str(),
     );
-    if fenced && !idempotency::holds(&tx, user, key, lock_id)? {
+    if rules.fenced && !idempotency::holds(&tx, user, key, lock_id)? {
         tracing::warn!(key, "lock lost before the debit: nothing moved");
         return Ok(Problem::key_in_use().into());
     }
     let balance = ledger::balance(&tx, user)?;
+    let recipient_full = ledger::balance(&tx, &record.to_user_id)?
+        .checked_add(record.amount_minor)
+        .is_none_or(|b| b > rules.max_balance);
     let sp = tx.savepoint()?;
     match ledger::insert_debit(&sp, record, hash) {
         Err(e) if is_unique_violation(&e) => {
@@ -466,7 +480,19 @@ pub(crate) fn commit_transfer(
             tx.commit()?;
             Ok(problem.into())
         }
-        Ok(()) if authorised == Authorised::No => {
+        Ok(()) if recipient_full => {
+            drop(sp);
+            let problem = Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "recipient_balance_limit",
+                "the recipient's balance would exceed the highest balance a wallet may hold",
+            );
+            let body = problem.body_bytes();
+            idempotency::complete(&tx, user, key, lock_id, 422, &body)?;
+            tx.commit()?;
+            Ok(problem.into())
+        }
+        Ok(()) if rules.authorised == Authorised::No => {
             // Money arrived since the pre-check: no debit without the gateway. The retry
             // runs the whole path.
             drop(sp);

@@ -116,19 +116,21 @@ pub(crate) async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Calle
         })
         .filter(|t| !t.is_empty())
         .ok_or_else(Problem::unauthenticated)?;
+    let (hash, now) = (crate::auth::token_hash(&token), app.clock.now_ms());
     let found = app
         .db
-        .read(move |c| {
-            Ok(
-                c.prepare_cached("SELECT user_id, currency FROM users WHERE token = ?1")?
-                    .query_row(params![token], |r| {
-                        Ok(Caller {
-                            user_id: r.get(0)?,
-                            currency: r.get(1)?,
-                        })
-                    })
-                    .optional()?,
-            )
+        .read_auth(move |c| {
+            Ok(c.prepare_cached(
+                "SELECT user_id, currency FROM users WHERE token = ?1
+                     AND (token_expires_at_ms IS NULL OR token_expires_at_ms > ?2)",
+            )?
+            .query_row(params![hash, now], |r| {
+                Ok(Caller {
+                    user_id: r.get(0)?,
+                    currency: r.get(1)?,
+                })
+            })
+            .optional()?)
         })
         .await
         .map_err(Problem::internal)?;

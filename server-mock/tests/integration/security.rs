@@ -372,3 +372,111 @@ async fn beneficiaries_are_capped_per_user() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn the_database_is_private_and_holds_no_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = start_default().await;
+    let (a, b) = (s.user("A", 1_000).await, s.user("B", 0).await);
+    assert_eq!(
+        s.transfer(&a.token, Some("k"), &transfer_body(&b.id, 1))
+            .await
+            .status,
+        201
+    );
+    let db = std::path::PathBuf::from(&s.server.app().config.db);
+    for suffix in ["", "-wal", "-shm"] {
+        let path = format!("{}{suffix}", db.display());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{path} is {mode:o}");
+        let bytes = std::fs::read(&path).unwrap();
+        let token = a.token.as_bytes();
+        assert!(
+            !bytes.windows(token.len()).any(|w| w == token),
+            "{path} holds a bearer token"
+        );
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn tokens_expire_and_can_be_revoked() {
+    let s = start_default().await;
+    let short = s
+        .post_json(
+            "/v1/test/users",
+            &json!({"display_name": "S", "balance_minor": 0, "currency": "BDT", "token_ttl_ms": 60_000}),
+        )
+        .await
+        .json();
+    let token = short["token"].as_str().unwrap();
+    assert_eq!(s.get("/v1/wallet", Some(token)).await.status, 200);
+    s.post_json("/v1/test/clock", &json!({"advance_ms": 61_000}))
+        .await;
+    assert_eq!(
+        s.get("/v1/wallet", Some(token)).await.status,
+        401,
+        "expired"
+    );
+    let a = s.user("A", 0).await;
+    assert_eq!(s.get("/v1/wallet", Some(&a.token)).await.status, 200);
+    let revoke = s
+        .post_json(&format!("/v1/test/users/{}/revoke", a.id), &json!({}))
+        .await;
+    assert_eq!(revoke.status, 200);
+    assert_eq!(
+        s.get("/v1/wallet", Some(&a.token)).await.status,
+        401,
+        "revoked"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn test_listings_are_paged() {
+    let s = start_default().await;
+    for i in 0..25 {
+        s.user(&format!("U{i}"), 1).await; // one deposit entry each
+    }
+    let page = s.get("/v1/test/ledger?limit=10", None).await.json();
+    let page = page.as_array().unwrap();
+    assert_eq!(page.len(), 10);
+    let last = page[9]["entry_id"].as_i64().unwrap();
+    let next = s
+        .get(&format!("/v1/test/ledger?after={last}&limit=100"), None)
+        .await
+        .json();
+    assert_eq!(next.as_array().unwrap().len(), 15);
+    assert_eq!(s.get("/v1/test/ledger?limit=20000", None).await.status, 400);
+    assert_eq!(s.get("/v1/test/ledger?limit=0", None).await.status, 400);
+    assert_eq!(s.get("/v1/test/sms?limit=5", None).await.status, 200);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_balance_can_never_grow_past_the_ceiling() {
+    let s = start_with(|c| c.max_balance_minor = 1_000).await;
+    let (a, b) = (s.user("A", 1_000).await, s.user("B", 900).await);
+    let body = transfer_body(&b.id, 200);
+    let r = s.transfer(&a.token, Some("big"), &body).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (422, "recipient_balance_limit".into())
+    );
+    let again = s.transfer(&a.token, Some("big"), &body).await;
+    assert_eq!(
+        (again.status, again.replayed()),
+        (422, true),
+        "stored like a 402"
+    );
+    assert_eq!(
+        s.transfer(&a.token, Some("ok"), &transfer_body(&b.id, 100))
+            .await
+            .status,
+        201
+    );
+    s.settle().await;
+    assert_eq!(s.balance(&b).await, 1_000);
+    assert_eq!(s.debits_for(&a, "big").await, 0);
+    s.stop().await;
+}
