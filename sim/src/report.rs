@@ -97,6 +97,8 @@ pub struct Report {
     pub server_clock_jumps: u64,
     /// Status look-ups by the users' web dashboards (slow requests only).
     pub dashboard_look_ups: u64,
+    /// Answers an intermediary replaced with a portal or proxy page.
+    pub proxy_garbage: u64,
     /// Confirm to success, median (phones whose clock jumped excluded).
     pub time_to_confirm_p50_ms: i64,
     /// Confirm to success, 99th percentile (phones whose clock jumped excluded).
@@ -199,8 +201,8 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "network faults   {} lost responses, {} lost requests, {} timeouts, {} duplicated, {} refused in tunnels",
-            self.lost_responses, self.lost_requests, self.timeouts, self.duplicated, self.offline_refusals
+            "network faults   {} lost responses, {} lost requests, {} timeouts, {} duplicated, {} refused in tunnels, {} portal/proxy pages",
+            self.lost_responses, self.lost_requests, self.timeouts, self.duplicated, self.offline_refusals, self.proxy_garbage
         );
         let _ = writeln!(
             o,

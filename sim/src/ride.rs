@@ -35,6 +35,8 @@ pub struct RideConfig {
     pub impatient_rate: f64,
     /// Probability per transfer that the phone's clock is changed by 1-6 h either way.
     pub clock_jump_rate: f64,
+    /// Probability per answer that an intermediary replaces it (a 200 HTML page or a 404 text page).
+    pub proxy_garbage_rate: f64,
     /// Fraction of phones stranded for a day (their clock jumps past the give-up horizon).
     pub stranded_rate: f64,
     /// Simulated ms per real ms.
@@ -63,6 +65,7 @@ impl Default for RideConfig {
             double_tap_rate: 0.2,
             impatient_rate: 0.05,
             clock_jump_rate: 0.02,
+            proxy_garbage_rate: 0.0,
             stranded_rate: 0.1,
             speed: 200.0,
             think_mean_ms: 45_000,
@@ -135,6 +138,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         double_tap_rate: cfg.double_tap_rate,
         impatient_rate: cfg.impatient_rate,
         clock_jump_rate: cfg.clock_jump_rate,
+        proxy_garbage_rate: cfg.proxy_garbage_rate,
         think_mean_ms: cfg.think_mean_ms,
         speed: cfg.speed,
         new_key_per_retry: cfg.new_key_per_retry,
@@ -363,6 +367,7 @@ fn build_report(
         server_kills: chaos.kills,
         server_clock_jumps: chaos.clock_jumps,
         dashboard_look_ups: chaos.dashboard_look_ups,
+        proxy_garbage: wire.garbage,
         time_to_confirm_p50_ms: percentile(&ttc, 50.0),
         time_to_confirm_p99_ms: percentile(&ttc, 99.0),
         simulated_ride_ms: ride_sim_ms,

@@ -35,6 +35,8 @@ pub struct WireLog {
     pub keys: HashMap<String, Vec<KeyUse>>,
     /// Every answer the server gave about a key (invariant 6 checks them against the ledger).
     pub answers: Vec<KeyAnswer>,
+    /// Answers an intermediary replaced with a portal or proxy page (`--proxy-garbage-rate`).
+    pub garbage: u64,
     /// POSTs on the wire now: key → (sent at, the `Authorization` it carried).
     pub in_flight: HashMap<String, (Instant, String)>,
 }
