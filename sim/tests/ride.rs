@@ -130,8 +130,18 @@ fn the_unfenced_server_is_caught() {
 /// text), and the phones' clocks jump often: only the server's own answers end a transfer.
 #[test]
 fn portal_and_proxy_pages_never_end_a_transfer() {
-    let (code, r, stderr) = ride(&["--proxy-garbage-rate", "0.05", "--clock-jump-rate", "0.2", "--seed", "11"]);
+    let (code, r, stderr) = ride(&[
+        "--proxy-garbage-rate",
+        "0.05",
+        "--clock-jump-rate",
+        "0.2",
+        "--seed",
+        "11",
+    ]);
     assert_eq!(code, 0, "ride failed: {r:#}\n{stderr}");
-    assert!(r["proxy_garbage"].as_u64().unwrap() > 0, "no page was injected: {r:#}");
+    assert!(
+        r["proxy_garbage"].as_u64().unwrap() > 0,
+        "no page was injected: {r:#}"
+    );
     assert_eq!(r["invariants_ok"], true);
 }

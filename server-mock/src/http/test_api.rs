@@ -135,24 +135,13 @@ async fn remove_user(
     State(app): State<App>,
     Path(user_id): Path<String>,
 ) -> Result<Response, Problem> {
-    let removed = app
-        .db
-        .write(Durability::Full, move |c| {
-            Ok(c.execute("DELETE FROM users WHERE user_id = ?1", params![user_id])?)
-        })
-        .await
-        .map_err(Problem::internal)?;
-    if removed == 0 {
-        return Err(Problem::new(
-            StatusCode::NOT_FOUND,
-            "user_not_found",
-            "no such user",
-        ));
-    }
-    Ok(json(
-        StatusCode::OK,
-        &serde_json::json!({ "removed": removed }),
-    ))
+    change_user(
+        &app,
+        "DELETE FROM users WHERE user_id = ?1",
+        user_id,
+        "removed",
+    )
+    .await
 }
 
 /// Revokes a user's token: every request with it is 401 from now on.
@@ -160,27 +149,32 @@ async fn revoke_token(
     State(app): State<App>,
     Path(user_id): Path<String>,
 ) -> Result<Response, Problem> {
-    let revoked = app
+    let sql = "UPDATE users SET token_expires_at_ms = 0 WHERE user_id = ?1";
+    change_user(&app, sql, user_id, "revoked").await
+}
+
+/// Runs `sql` on one user's row; 404 when there is no such user.
+async fn change_user(
+    app: &App,
+    sql: &'static str,
+    user_id: String,
+    done: &str,
+) -> Result<Response, Problem> {
+    let changed = app
         .db
         .write(Durability::Full, move |c| {
-            Ok(c.execute(
-                "UPDATE users SET token_expires_at_ms = 0 WHERE user_id = ?1",
-                params![user_id],
-            )?)
+            Ok(c.execute(sql, params![user_id])?)
         })
         .await
         .map_err(Problem::internal)?;
-    if revoked == 0 {
+    if changed == 0 {
         return Err(Problem::new(
             StatusCode::NOT_FOUND,
             "user_not_found",
             "no such user",
         ));
     }
-    Ok(json(
-        StatusCode::OK,
-        &serde_json::json!({ "revoked": true }),
-    ))
+    Ok(json(StatusCode::OK, &serde_json::json!({ done: true })))
 }
 
 #[derive(Deserialize)]
