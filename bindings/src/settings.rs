@@ -234,6 +234,39 @@ impl From<sendonce::RetryPolicy> for RetryPolicy {
     }
 }
 
+/// A bearer token. An object rather than a string so that no `toString`, `description` or
+/// `Debug` of a config (Kotlin data classes and Swift structs print every field) shows it.
+#[derive(uniffi::Object)]
+pub struct AccessToken(String);
+
+#[uniffi::export]
+impl AccessToken {
+    /// Wraps the token the app got at sign-in.
+    #[uniffi::constructor]
+    pub fn new(value: String) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self(value))
+    }
+}
+
+impl AccessToken {
+    /// The token itself, for the SDK config only.
+    fn expose(&self) -> String {
+        self.0.clone()
+    }
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessToken(<redacted>)")
+    }
+}
+
+impl PartialEq for AccessToken {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
 /// Everything `SendOnceCore.open` needs; only the URL and the file have no default.
 #[derive(Debug, Clone, PartialEq, uniffi::Record)]
 pub struct SendOnceConfig {
@@ -241,9 +274,9 @@ pub struct SendOnceConfig {
     pub base_url: String,
     /// Path of the SQLite file that holds the transfers (app-private storage).
     pub db_path: String,
-    /// Bearer token; can be replaced later with `set_access_token`.
+    /// Bearer token; can be replaced later with `set_access_token`. Never printed.
     #[uniffi(default = None)]
-    pub access_token: Option<String>,
+    pub access_token: Option<std::sync::Arc<AccessToken>>,
     /// Retry settings; `None` for the SDK's defaults.
     #[uniffi(default = None)]
     pub retry: Option<RetryPolicy>,
@@ -273,7 +306,7 @@ impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {
             .connect_timeout(duration("connect_timeout_ms", c.connect_timeout_ms)?)
             .max_concurrent_sends(c.max_concurrent_sends as usize);
         if let Some(token) = c.access_token {
-            builder = builder.access_token(token);
+            builder = builder.access_token(token.expose());
         }
         if let Some(retry) = c.retry {
             builder = builder.retry(retry.try_into()?);
@@ -295,5 +328,28 @@ impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {
             )));
         }
         Ok(builder.build()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_never_prints_its_token() {
+        let config = SendOnceConfig {
+            base_url: "https://api.example.com".into(),
+            db_path: "/tmp/x.db".into(),
+            access_token: Some(AccessToken::new("tok_secret_123".into())),
+            retry: None,
+            request_timeout_ms: 15_000,
+            connect_timeout_ms: 5_000,
+            network_profile: None,
+            max_concurrent_sends: 4,
+            clock_speed: 1.0,
+        };
+        let printed = format!("{config:?}");
+        assert!(!printed.contains("tok_secret_123"), "{printed}");
+        assert!(printed.contains("redacted"));
     }
 }

@@ -10,7 +10,7 @@ import Foundation
 /// restarts of the app.
 ///
 /// ```swift
-/// let sdk = try SendOnce(config: SendOnceConfig(baseUrl: "https://api.example.com", dbPath: path, accessToken: token))
+/// let sdk = try SendOnce(config: SendOnceConfig(baseUrl: "https://api.example.com", dbPath: path, accessToken: AccessToken(value: token)))
 /// let transfer = try await sdk.sendTransfer(TransferRequest(toUserId: "usr_42", amountMinor: 50_000, currency: "BDT"))
 /// let outcome = try await sdk.outcome(of: transfer.localId)
 /// ```

@@ -30,7 +30,7 @@ final class SendOnceTests: XCTestCase {
         _ user: User, dbPath: String? = nil, profile: NetworkProfile? = nil, clockSpeed: Double = 1.0, fast: Bool = true
     ) -> SendOnceConfig {
         SendOnceConfig(
-            baseUrl: server.baseUrl, dbPath: dbPath ?? server.dbPath(), accessToken: user.token,
+            baseUrl: server.baseUrl, dbPath: dbPath ?? server.dbPath(), accessToken: AccessToken(value: user.token),
             retry: fast ? fastRetry : nil, requestTimeoutMs: 5000, networkProfile: profile, clockSpeed: clockSpeed
         )
     }
@@ -49,6 +49,13 @@ final class SendOnceTests: XCTestCase {
         } catch {
             XCTFail("\(what): not a SendOnceError: \(error)")
         }
+    }
+
+    func testAConfigNeverPrintsItsAccessToken() {
+        let config = SendOnceConfig(
+            baseUrl: "https://api.example.com", dbPath: "x.db", accessToken: AccessToken(value: "tok_secret_123"))
+        let printed = String(describing: config) + String(reflecting: config)
+        XCTAssertFalse(printed.contains("tok_secret_123"), printed)
     }
 
     func testSendAndSucceed() async throws {

@@ -347,7 +347,7 @@ public final class DemoViewModel {
             let db = directory.appendingPathComponent("sendonce-\(safe).db").path
             let openedAt = options.nowMs()
             let sdk = try SendOnce(config: SendOnceConfig(
-                baseUrl: url, dbPath: db, accessToken: account.token, retry: options.retry,
+                baseUrl: url, dbPath: db, accessToken: AccessToken(value: account.token), retry: options.retry,
                 requestTimeoutMs: options.requestTimeoutMs, clockSpeed: options.clockSpeed
             ))
             do {

@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicBoolean
  * restarts of the app.
  *
  * ```
- * SendOnce.open(SendOnceConfig(baseUrl = "https://api.example.com", dbPath = dbFile.path, accessToken = token)).use { sdk ->
+ * SendOnce.open(SendOnceConfig(baseUrl = "https://api.example.com", dbPath = dbFile.path, accessToken = AccessToken(token))).use { sdk ->
  *     val transfer = sdk.sendTransfer(TransferRequest(toUserId = "usr_42", amountMinor = 50_000, currency = "BDT"))
  *     val outcome = sdk.awaitOutcome(transfer.localId)
  * }

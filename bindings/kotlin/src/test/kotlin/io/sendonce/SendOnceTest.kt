@@ -48,7 +48,7 @@ class SendOnceTest {
     ) = SendOnceConfig(
         baseUrl = server.baseUrl,
         dbPath = dbPath,
-        accessToken = user.token,
+        accessToken = AccessToken(user.token),
         retry = retry,
         requestTimeoutMs = 5_000,
         networkProfile = profile,
@@ -60,6 +60,16 @@ class SendOnceTest {
 
     private fun test(block: suspend kotlinx.coroutines.CoroutineScope.() -> Unit) =
         runBlocking { withTimeout(60_000) { block() } }
+
+    @Test
+    fun `a config never prints its access token`() {
+        val printed = SendOnceConfig(
+            baseUrl = "https://api.example.com",
+            dbPath = "x.db",
+            accessToken = AccessToken("tok_secret_123"),
+        ).toString()
+        assertFalse(printed.contains("tok_secret_123"), printed)
+    }
 
     @Test
     fun `send a transfer and it succeeds with one debit`() = test {

@@ -316,7 +316,7 @@ class DemoViewModel(
             SendOnceConfig(
                 baseUrl = url,
                 dbPath = db.path,
-                accessToken = account.token,
+                accessToken = AccessToken(account.token),
                 retry = options.retry,
                 requestTimeoutMs = options.requestTimeoutMs,
                 clockSpeed = options.clockSpeed,
