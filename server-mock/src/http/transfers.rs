@@ -185,6 +185,10 @@ pub async fn get_by_key(
         .await
         .map_err(Problem::internal)?;
     if matches!(found, Err(None)) {
+        // Closing writes a key row, so it counts against the keys per hour like a POST.
+        app.quotas.new_key(&caller.user_id).map_err(|wait| {
+            Problem::rate_limited("too many new keys from this user this hour", wait)
+        })?;
         // "Not executed" must stay true: close the key in the same write that checks the
         // ledger again, so no late duplicate of the request can move money after this 404.
         let now = app.clock.now_ms();

@@ -340,6 +340,16 @@ async fn per_user_quotas_answer_429_and_store_nothing() {
         0,
         "the refused key stored nothing"
     );
+    // A look-up's 404 closes a key (a row): it counts against the same quota. C has used
+    // one of its two keys.
+    let closing = s
+        .get("/v1/transfers?idempotency_key=never-sent", Some(&c.token))
+        .await;
+    assert_eq!(closing.code(), "transfer_not_found");
+    let over = s
+        .get("/v1/transfers?idempotency_key=never-sent-2", Some(&c.token))
+        .await;
+    assert_eq!(over.status, 429, "{:?}", over.json());
     s.stop().await;
 }
 
