@@ -129,7 +129,7 @@ impl Sdk {
             .spawn(async move {
                 let deadline = tokio::time::Instant::now() + core.config.request_timeout * 2;
                 let mut changes = core.changes.subscribe();
-                loop {
+                let claim = loop {
                     if core.is_closed() {
                         return Err(SdkError::Closed);
                     }
@@ -140,8 +140,8 @@ impl Sdk {
                     if current.state.is_final() {
                         return Ok(current);
                     }
-                    if core.claim(&id) {
-                        break;
+                    if let Some(claim) = sender::Claim::take(&core, &id) {
+                        break claim;
                     }
                     if tokio::time::Instant::now() >= deadline {
                         return Ok(current);
@@ -151,10 +151,9 @@ impl Sdk {
                         changes.changed(),
                     )
                     .await;
-                }
+                };
                 let result = sender::look_up(&core, &id).await;
-                core.release(&id);
-                core.wake.notify_one();
+                drop(claim);
                 result
             })
             .await

@@ -429,6 +429,15 @@ impl Store {
         self.move_to_due("state = 'sending'", now_ms)
     }
 
+    /// Transfers marked on the wire (the caller tells which of them no attempt of its own holds).
+    pub fn sending_ids(&self) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare_cached("SELECT local_id FROM transfers WHERE state = 'sending'")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
     /// Network is back: every waiting retry is due now.
     pub fn wake_retries(&self, now_ms: i64) -> Result<Vec<String>> {
         self.move_to_due("state = 'retrying' AND next_attempt_at_ms > ?1", now_ms)
