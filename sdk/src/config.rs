@@ -61,6 +61,8 @@ pub struct SdkConfig {
     pub max_concurrent_sends: usize,
     /// Debug only: mint a new key for every retry. Breaks exactly-once; exists to prove the checkers can fail.
     pub unsafe_new_key_per_retry: bool,
+    /// How long a finished transfer stays on the device (SDK clock), counted from when it ended.
+    pub retention: Duration,
 }
 
 impl std::fmt::Debug for SdkConfig {
@@ -72,6 +74,7 @@ impl std::fmt::Debug for SdkConfig {
             .field("retry", &self.retry)
             .field("request_timeout", &self.request_timeout)
             .field("network_profile", &self.network_profile)
+            .field("retention", &self.retention)
             .finish_non_exhaustive()
     }
 }
@@ -91,6 +94,7 @@ impl SdkConfig {
                 clock: Arc::new(SystemClock),
                 max_concurrent_sends: 4,
                 unsafe_new_key_per_retry: false,
+                retention: DEFAULT_RETENTION,
             },
         }
     }
@@ -131,6 +135,7 @@ impl SdkConfig {
             MAX_TIMEOUT,
         )?;
         self.retry.validate()?;
+        within("retention", self.retention, MIN_RETENTION, MAX_RETENTION)?;
         if !(1..=MAX_CONCURRENT_SENDS).contains(&self.max_concurrent_sends) {
             return Err(SdkError::InvalidConfig(format!(
                 "max_concurrent_sends is {}, must be 1-{MAX_CONCURRENT_SENDS}",
@@ -155,6 +160,12 @@ const MIN_BUDGET_PER_SECOND: f64 = 1e-3;
 const MAX_BUDGET_PER_SECOND: f64 = 1e6;
 /// Largest burst of retries.
 const MAX_BUDGET_BURST: u32 = 1_000_000;
+/// Finished transfers kept by default: a month of receipts.
+const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+/// Shortest retention: a receipt the user has not had a chance to look at is not deleted under them.
+const MIN_RETENTION: Duration = Duration::from_secs(3600);
+/// Longest retention (ten years): beyond it the bound on storage means nothing.
+const MAX_RETENTION: Duration = Duration::from_secs(3650 * 24 * 3600);
 /// Most transfers sent at once.
 const MAX_CONCURRENT_SENDS: usize = 1024;
 
@@ -250,6 +261,11 @@ impl SdkConfigBuilder {
     /// Debug only: a new key per retry, to prove the invariant checkers fail.
     pub fn unsafe_new_key_per_retry(mut self, on: bool) -> Self {
         self.config.unsafe_new_key_per_retry = on;
+        self
+    }
+    /// How long finished transfers are kept (default 30 days; 1 hour to 10 years).
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.config.retention = retention;
         self
     }
     /// Finishes the configuration.

@@ -60,6 +60,10 @@ impl Sdk {
         let handle = runtime.handle().clone();
         let profile = config.network_profile.clone();
         let core = Arc::new(Core::new(store, config, transport));
+        // At open, before the first call: the history a UI lists is already within the retention.
+        if let Err(e) = core.prune_if_due(now) {
+            tracing::warn!(error = %e, "pruning finished transfers failed; tried again later");
+        }
         core.set_profile(profile, 0);
         tracing::info!(db = %core.store.path().display(), recovered = recovered.len(), "sendonce opened");
         let sender = handle.spawn(sender::run(core.clone()));
@@ -96,6 +100,15 @@ impl Sdk {
     /// Every transfer, newest first.
     pub fn transfers(&self) -> Result<Vec<Transfer>> {
         self.live()?.store.list(false)
+    }
+
+    /// One page of [`Sdk::transfers`]: up to `limit` (at most 500) after the transfer with local id
+    /// `after` (the last one of the previous page; `None` for the first page).
+    ///
+    /// Stable while transfers are added: pages never repeat or skip one. `NotFound` if `after` was
+    /// pruned meanwhile (start again from the first page).
+    pub fn transfers_page(&self, after: Option<&str>, limit: u32) -> Result<Vec<Transfer>> {
+        self.live()?.store.page(after, limit)
     }
 
     /// Transfers not yet final, newest first.

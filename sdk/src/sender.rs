@@ -50,10 +50,13 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
     if let Err(e) = core.store.checkpoint_if_due() {
         tracing::warn!(error = %e, "WAL checkpoint failed; retried after the next commits");
     }
+    let now = core.clock.now_ms();
+    if let Err(e) = core.prune_if_due(now) {
+        tracing::warn!(error = %e, "pruning finished transfers failed; tried again later");
+    }
     if !core.network_available() {
         return Ok(idle);
     }
-    let now = core.clock.now_ms();
     let cap = core.config.retry.cap.as_millis() as i64;
     let stranded = claim::sweep(core)?;
     for transfer in core.store.due(now, cap, 256)? {
