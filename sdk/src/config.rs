@@ -71,11 +71,24 @@ impl std::fmt::Debug for SdkConfig {
         f.debug_struct("SdkConfig")
             .field("base_url", &self.base_url)
             .field("db_path", &self.db_path)
+            .field(
+                "access_token",
+                &self.access_token.as_ref().map(|_| Redacted),
+            )
             .field("retry", &self.retry)
             .field("request_timeout", &self.request_timeout)
             .field("network_profile", &self.network_profile)
             .field("retention", &self.retention)
             .finish_non_exhaustive()
+    }
+}
+
+/// Stands for a secret in `Debug` output: says one is set, never what it is.
+struct Redacted;
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
     }
 }
 
@@ -116,9 +129,12 @@ impl SdkConfig {
                 self.base_url
             )));
         }
-        if reqwest::Url::parse(url).is_err() {
+        let parsed = reqwest::Url::parse(url).map_err(|_| {
+            SdkError::InvalidConfig(format!("base URL {:?} does not parse", self.base_url))
+        })?;
+        if parsed.scheme() == "http" && !is_loopback(&parsed) {
             return Err(SdkError::InvalidConfig(format!(
-                "base URL {:?} does not parse",
+                "base URL {:?}: plain http:// only to this device (127.0.0.0/8, ::1, localhost); use https://",
                 self.base_url
             )));
         }
@@ -144,6 +160,19 @@ impl SdkConfig {
         }
         Ok(())
     }
+}
+
+/// True if the URL's host is this device: the token and the transfer never cross a network in clear.
+fn is_loopback(url: &reqwest::Url) -> bool {
+    // The URL parser has already normalised the host (IPv4 in dotted form, IPv6 in brackets).
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Shortest base, timeout or horizon: schedules count whole milliseconds, so less would be 0 ms (a hot loop).

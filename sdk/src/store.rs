@@ -14,7 +14,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::{Result, SdkError};
 use crate::model::{Rejection, Transfer, TransferRequest, TransferState};
-use file::{check_is_ours, take_instance_lock, APPLICATION_ID};
+use file::{check_is_ours, make_private, take_instance_lock, APPLICATION_ID};
 
 /// 2: `elapsed_ms`, the sending time measured on a monotonic clock, and `contact`, how far an attempt
 /// got (issue 13). The history and retention indexes need no new version: an older SDK reads a file
@@ -101,6 +101,7 @@ impl Store {
         // Before the lock file, the WAL switch or any other write: another app's file stays exactly as found.
         check_is_ours(path)?;
         let lock = take_instance_lock(path)?;
+        make_private(path)?;
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // WAL + FULL: a committed transfer survives a crash or power loss before the first byte is sent.
