@@ -235,7 +235,7 @@ impl From<sendonce::RetryPolicy> for RetryPolicy {
 }
 
 /// Everything `SendOnceCore.open` needs; only the URL and the file have no default.
-#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+#[derive(Clone, PartialEq, uniffi::Record)]
 pub struct SendOnceConfig {
     /// Server base URL, e.g. `https://api.example.com`.
     pub base_url: String,
@@ -263,6 +263,24 @@ pub struct SendOnceConfig {
     /// only; `1.0`, the default, is the device clock).
     #[uniffi(default = 1.0)]
     pub clock_speed: f64,
+}
+
+impl std::fmt::Debug for SendOnceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a secret: say whether one is set, never what it is.
+        let token = self.access_token.as_ref().map(|_| "<redacted>");
+        f.debug_struct("SendOnceConfig")
+            .field("base_url", &self.base_url)
+            .field("db_path", &self.db_path)
+            .field("access_token", &token)
+            .field("retry", &self.retry)
+            .field("request_timeout_ms", &self.request_timeout_ms)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("network_profile", &self.network_profile)
+            .field("max_concurrent_sends", &self.max_concurrent_sends)
+            .field("clock_speed", &self.clock_speed)
+            .finish()
+    }
 }
 
 impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {
@@ -295,5 +313,29 @@ impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {
             )));
         }
         Ok(builder.build()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        let config = SendOnceConfig {
+            base_url: "https://api.example.com".into(),
+            db_path: "/tmp/x.db".into(),
+            access_token: Some("tok-very-secret-4711".into()),
+            retry: None,
+            request_timeout_ms: 15000,
+            connect_timeout_ms: 5000,
+            network_profile: None,
+            max_concurrent_sends: 4,
+            clock_speed: 1.0,
+        };
+        for text in [format!("{config:?}"), format!("{config:#?}")] {
+            assert!(!text.contains("tok-very-secret-4711"), "{text}");
+            assert!(text.contains("<redacted>"), "{text}");
+        }
     }
 }
