@@ -227,8 +227,11 @@ impl Core {
             return Ok(0);
         }
         let retention = i64::try_from(self.config.retention.as_millis()).unwrap_or(i64::MAX);
-        let pruned = self.store.prune(now_ms.saturating_sub(retention))?;
-        self.last_prune_ms.store(now_ms, Ordering::SeqCst);
+        let (pruned, more) = self.store.prune(now_ms.saturating_sub(retention))?;
+        // A long backlog (a first open after an upgrade) goes on at the sender's next turn, not in an hour.
+        if !more {
+            self.last_prune_ms.store(now_ms, Ordering::SeqCst);
+        }
         if pruned > 0 {
             tracing::info!(pruned, "finished transfers past the retention deleted");
         }

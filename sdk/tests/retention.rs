@@ -219,3 +219,42 @@ fn retention_is_validated_like_every_other_setting() {
         assert_eq!(build(good).unwrap().retention, good);
     }
 }
+
+/// A long backlog (a first open after an upgrade, years of history) is pruned in bounded batches
+/// that go on at the sender's next turns, not one batch limit per hour.
+#[tokio::test]
+async fn a_long_backlog_is_pruned_batch_after_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let clock = Arc::new(SimClock::new(START, 1.0));
+    let open = || {
+        Sdk::open(
+            config("http://127.0.0.1:9", &db, &clock)
+                .network_profile(NetworkProfile::Offline)
+                .build()
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let sdk = open();
+    let unfinished = sdk.send_transfer(req()).await.unwrap();
+    sdk.close();
+    drop(sdk);
+    // 12 000 transfers that ended a year ago: more than one prune call deletes.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(&format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12000)
+             INSERT INTO transfers (local_id, idem_key, to_user_id, amount_minor, currency, body, state,
+                created_at_ms, updated_at_ms)
+             SELECT 'old-' || i, 'key-' || i, 'u_bob', 5, 'BDT', X'7B7D', 'succeeded', {t}, {t} FROM n;",
+            t = START - 365 * DAY
+        ))
+        .unwrap();
+    let sdk = open();
+    until("the whole backlog is pruned", || {
+        sdk.transfers().unwrap().len() == 1
+    })
+    .await;
+    assert_eq!(sdk.transfers().unwrap()[0].local_id, unfinished.local_id);
+}

@@ -70,8 +70,9 @@ impl Store {
     }
 
     /// Deletes finished transfers that ended before `ended_before_ms`, in small batches; returns how
-    /// many. Never touches an unfinished one: its key and bytes are what makes sending it safe.
-    pub fn prune(&self, ended_before_ms: i64) -> Result<usize> {
+    /// many, and whether some are left for the next call. Never touches an unfinished one: its key
+    /// and bytes are what makes sending it safe.
+    pub fn prune(&self, ended_before_ms: i64) -> Result<(usize, bool)> {
         let sql = format!(
             "DELETE FROM transfers WHERE rowid IN (SELECT rowid FROM transfers \
              WHERE state IN {FINISHED} AND updated_at_ms < ?1 LIMIT ?2)"
@@ -82,9 +83,9 @@ impl Store {
             self.committed();
             pruned += deleted;
             if (deleted as i64) < PRUNE_BATCH {
-                break;
+                return Ok((pruned, false));
             }
         }
-        Ok(pruned)
+        Ok((pruned, true))
     }
 }
