@@ -42,6 +42,19 @@ impl SendOnceCore {
         guard(|| Ok(self.sdk.transfers()?.into_iter().map(Into::into).collect()))
     }
 
+    /// One page of `transfers`: up to `limit` (at most 500) after the transfer with local id `after`
+    /// (the last of the previous page; `None` for the first). Stable while transfers are added.
+    pub fn transfers_page(&self, after: Option<String>, limit: u32) -> Result<Vec<Transfer>> {
+        guard(|| {
+            Ok(self
+                .sdk
+                .transfers_page(after.as_deref(), limit)?
+                .into_iter()
+                .map(Into::into)
+                .collect())
+        })
+    }
+
     /// Transfers not yet final, newest first.
     pub fn unfinished_transfers(&self) -> Result<Vec<Transfer>> {
         guard(|| {

@@ -268,7 +268,7 @@ impl PartialEq for AccessToken {
 }
 
 /// Everything `SendOnceCore.open` needs; only the URL and the file have no default.
-#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+#[derive(Clone, PartialEq, uniffi::Record)]
 pub struct SendOnceConfig {
     /// Server base URL, e.g. `https://api.example.com`.
     pub base_url: String,
@@ -296,6 +296,24 @@ pub struct SendOnceConfig {
     /// only; `1.0`, the default, is the device clock).
     #[uniffi(default = 1.0)]
     pub clock_speed: f64,
+}
+
+impl std::fmt::Debug for SendOnceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token is a secret: say whether one is set, never what it is.
+        let token = self.access_token.as_ref().map(|_| "<redacted>");
+        f.debug_struct("SendOnceConfig")
+            .field("base_url", &self.base_url)
+            .field("db_path", &self.db_path)
+            .field("access_token", &token)
+            .field("retry", &self.retry)
+            .field("request_timeout_ms", &self.request_timeout_ms)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("network_profile", &self.network_profile)
+            .field("max_concurrent_sends", &self.max_concurrent_sends)
+            .field("clock_speed", &self.clock_speed)
+            .finish()
+    }
 }
 
 impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {

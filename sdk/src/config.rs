@@ -61,6 +61,8 @@ pub struct SdkConfig {
     pub max_concurrent_sends: usize,
     /// Debug only: mint a new key for every retry. Breaks exactly-once; exists to prove the checkers can fail.
     pub unsafe_new_key_per_retry: bool,
+    /// How long a finished transfer stays on the device (SDK clock), counted from when it ended.
+    pub retention: Duration,
 }
 
 impl std::fmt::Debug for SdkConfig {
@@ -69,10 +71,24 @@ impl std::fmt::Debug for SdkConfig {
         f.debug_struct("SdkConfig")
             .field("base_url", &self.base_url)
             .field("db_path", &self.db_path)
+            .field(
+                "access_token",
+                &self.access_token.as_ref().map(|_| Redacted),
+            )
             .field("retry", &self.retry)
             .field("request_timeout", &self.request_timeout)
             .field("network_profile", &self.network_profile)
+            .field("retention", &self.retention)
             .finish_non_exhaustive()
+    }
+}
+
+/// Stands for a secret in `Debug` output: says one is set, never what it is.
+struct Redacted;
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
     }
 }
 
@@ -91,6 +107,7 @@ impl SdkConfig {
                 clock: Arc::new(SystemClock),
                 max_concurrent_sends: 4,
                 unsafe_new_key_per_retry: false,
+                retention: DEFAULT_RETENTION,
             },
         }
     }
@@ -112,9 +129,12 @@ impl SdkConfig {
                 self.base_url
             )));
         }
-        if reqwest::Url::parse(url).is_err() {
+        let parsed = reqwest::Url::parse(url).map_err(|_| {
+            SdkError::InvalidConfig(format!("base URL {:?} does not parse", self.base_url))
+        })?;
+        if parsed.scheme() == "http" && !is_loopback(&parsed) {
             return Err(SdkError::InvalidConfig(format!(
-                "base URL {:?} does not parse",
+                "base URL {:?}: plain http:// only to this device (127.0.0.0/8, ::1, localhost); use https://",
                 self.base_url
             )));
         }
@@ -131,6 +151,7 @@ impl SdkConfig {
             MAX_TIMEOUT,
         )?;
         self.retry.validate()?;
+        within("retention", self.retention, MIN_RETENTION, MAX_RETENTION)?;
         if !(1..=MAX_CONCURRENT_SENDS).contains(&self.max_concurrent_sends) {
             return Err(SdkError::InvalidConfig(format!(
                 "max_concurrent_sends is {}, must be 1-{MAX_CONCURRENT_SENDS}",
@@ -139,6 +160,19 @@ impl SdkConfig {
         }
         Ok(())
     }
+}
+
+/// True if the URL's host is this device: the token and the transfer never cross a network in clear.
+fn is_loopback(url: &reqwest::Url) -> bool {
+    // The URL parser has already normalised the host (IPv4 in dotted form, IPv6 in brackets).
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Shortest base, timeout or horizon: schedules count whole milliseconds, so less would be 0 ms (a hot loop).
@@ -155,6 +189,12 @@ const MIN_BUDGET_PER_SECOND: f64 = 1e-3;
 const MAX_BUDGET_PER_SECOND: f64 = 1e6;
 /// Largest burst of retries.
 const MAX_BUDGET_BURST: u32 = 1_000_000;
+/// Finished transfers kept by default: a month of receipts.
+const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+/// Shortest retention: a receipt the user has not had a chance to look at is not deleted under them.
+const MIN_RETENTION: Duration = Duration::from_secs(3600);
+/// Longest retention (ten years): beyond it the bound on storage means nothing.
+const MAX_RETENTION: Duration = Duration::from_secs(3650 * 24 * 3600);
 /// Most transfers sent at once.
 const MAX_CONCURRENT_SENDS: usize = 1024;
 
@@ -250,6 +290,11 @@ impl SdkConfigBuilder {
     /// Debug only: a new key per retry, to prove the invariant checkers fail.
     pub fn unsafe_new_key_per_retry(mut self, on: bool) -> Self {
         self.config.unsafe_new_key_per_retry = on;
+        self
+    }
+    /// How long finished transfers are kept (default 30 days; 1 hour to 10 years).
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.config.retention = retention;
         self
     }
     /// Finishes the configuration.

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::{broadcast, watch, Notify, Semaphore};
@@ -50,7 +50,12 @@ pub(crate) struct Core {
     closed: AtomicBool,
     listeners: RwLock<Vec<(u64, Arc<dyn TransferListener>)>>,
     next_listener: AtomicU64,
+    /// SDK-clock time of the last prune of finished transfers.
+    last_prune_ms: AtomicI64,
 }
+
+/// How often (SDK clock) the sender prunes finished transfers: each prune is one indexed query.
+const PRUNE_EVERY_MS: i64 = 3_600_000;
 
 /// Locks without propagating a poisoned lock: a panicking listener must not wedge the SDK.
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -93,6 +98,7 @@ impl Core {
             closed: AtomicBool::new(false),
             listeners: RwLock::new(Vec::new()),
             next_listener: AtomicU64::new(1),
+            last_prune_ms: AtomicI64::new(i64::MIN),
             config,
         }
     }
@@ -211,6 +217,25 @@ impl Core {
     /// Drops the mark of a transfer the sender no longer sends.
     pub fn forget_elapsed(&self, local_id: &str) {
         lock(&self.elapsed_marks).remove(local_id);
+    }
+
+    /// Deletes finished transfers past the retention if the last prune is an hour old (or the clock
+    /// went back past it); returns how many.
+    pub fn prune_if_due(&self, now_ms: i64) -> crate::error::Result<usize> {
+        let last = self.last_prune_ms.load(Ordering::SeqCst);
+        if last != i64::MIN && (last..last.saturating_add(PRUNE_EVERY_MS)).contains(&now_ms) {
+            return Ok(0);
+        }
+        let retention = i64::try_from(self.config.retention.as_millis()).unwrap_or(i64::MAX);
+        let (pruned, more) = self.store.prune(now_ms.saturating_sub(retention))?;
+        // A long backlog (a first open after an upgrade) goes on at the sender's next turn, not in an hour.
+        if !more {
+            self.last_prune_ms.store(now_ms, Ordering::SeqCst);
+        }
+        if pruned > 0 {
+            tracing::info!(pruned, "finished transfers past the retention deleted");
+        }
+        Ok(pruned)
     }
 
     /// Marks a transfer as being worked on; false if it already is.

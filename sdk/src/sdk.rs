@@ -60,6 +60,10 @@ impl Sdk {
         let handle = runtime.handle().clone();
         let profile = config.network_profile.clone();
         let core = Arc::new(Core::new(store, config, transport));
+        // At open, before the first call: the history a UI lists is already within the retention.
+        if let Err(e) = core.prune_if_due(now) {
+            tracing::warn!(error = %e, "pruning finished transfers failed; tried again later");
+        }
         core.set_profile(profile, 0);
         tracing::info!(db = %core.store.path().display(), recovered = recovered.len(), "sendonce opened");
         let sender = handle.spawn(sender::run(core.clone()));
@@ -98,6 +102,15 @@ impl Sdk {
         self.live()?.store.list(false)
     }
 
+    /// One page of [`Sdk::transfers`]: up to `limit` (at most 500) after the transfer with local id
+    /// `after` (the last one of the previous page; `None` for the first page).
+    ///
+    /// Stable while transfers are added: pages never repeat or skip one. `NotFound` if `after` was
+    /// pruned meanwhile (start again from the first page).
+    pub fn transfers_page(&self, after: Option<&str>, limit: u32) -> Result<Vec<Transfer>> {
+        self.live()?.store.page(after, limit)
+    }
+
     /// Transfers not yet final, newest first.
     pub fn unfinished_transfers(&self) -> Result<Vec<Transfer>> {
         self.live()?.store.list(true)
@@ -129,7 +142,7 @@ impl Sdk {
             .spawn(async move {
                 let deadline = tokio::time::Instant::now() + core.config.request_timeout * 2;
                 let mut changes = core.changes.subscribe();
-                loop {
+                let claim = loop {
                     if core.is_closed() {
                         return Err(SdkError::Closed);
                     }
@@ -140,8 +153,8 @@ impl Sdk {
                     if current.state.is_final() {
                         return Ok(current);
                     }
-                    if core.claim(&id) {
-                        break;
+                    if let Some(claim) = sender::Claim::take(&core, &id) {
+                        break claim;
                     }
                     if tokio::time::Instant::now() >= deadline {
                         return Ok(current);
@@ -151,10 +164,9 @@ impl Sdk {
                         changes.changed(),
                     )
                     .await;
-                }
+                };
                 let result = sender::look_up(&core, &id).await;
-                core.release(&id);
-                core.wake.notify_one();
+                drop(claim);
                 result
             })
             .await

@@ -15,6 +15,12 @@ use crate::schedule::{next_attempt, seed_of, NextAttempt, ScheduleInput};
 use crate::store::Update;
 use crate::transport::{HttpRequest, HttpResponse, Method, TransportError};
 
+mod claim;
+mod durable;
+
+pub(crate) use claim::Claim;
+use durable::durably;
+
 /// Runs until the SDK closes: starts every due transfer, then sleeps until the next one or a wake-up.
 pub(crate) async fn run(core: Arc<Core>) {
     loop {
@@ -44,13 +50,17 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
     if let Err(e) = core.store.checkpoint_if_due() {
         tracing::warn!(error = %e, "WAL checkpoint failed; retried after the next commits");
     }
+    let now = core.clock.now_ms();
+    if let Err(e) = core.prune_if_due(now) {
+        tracing::warn!(error = %e, "pruning finished transfers failed; tried again later");
+    }
     if !core.network_available() {
         return Ok(idle);
     }
-    let now = core.clock.now_ms();
     let cap = core.config.retry.cap.as_millis() as i64;
+    let stranded = claim::sweep(core)?;
     for transfer in core.store.due(now, cap, 256)? {
-        if core.claim(&transfer.local_id) {
+        if let Some(claim) = Claim::take(core, &transfer.local_id) {
             let core = core.clone();
             tokio::spawn(async move {
                 let _slot = core.send_slots.acquire().await;
@@ -61,12 +71,18 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
                     attempt(&core, &id).await
                 };
                 if let Err(e) = result {
-                    tracing::error!(local_id = %id, error = %e, "attempt could not be recorded; it resumes on the next open");
+                    tracing::error!(local_id = %id, error = %e, "attempt could not be recorded; handed back to the sender");
+                    // A store that cannot write now gets a second before this transfer is tried again,
+                    // instead of a hot loop of failing attempts.
+                    sleep(STORE_PAUSE).await;
                 }
-                core.release(&id);
-                core.wake.notify_one();
+                drop(claim);
             });
         }
+    }
+    if stranded > 0 {
+        // Their hand-back could not be written: look again soon, not in an hour.
+        return Ok(STORE_PAUSE);
     }
     Ok(match core.store.next_due_after(now)? {
         // A wait longer than the cap means the clock jumped backwards: never sleep past the cap.
@@ -74,6 +90,9 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
         None => idle,
     })
 }
+
+/// Pause after a store error before the same transfer (or a stranded one) is tried again.
+const STORE_PAUSE: Duration = Duration::from_secs(1);
 
 /// One attempt, in the order that makes it safe to repeat at any point.
 pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
@@ -125,7 +144,7 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
     let verdict = classify(&result, &key);
     let got = contact(&result, &key);
     if got > reached {
-        core.store.raise_contact(local_id, got as i64)?;
+        durably(local_id, || core.store.raise_contact(local_id, got as i64)).await?;
     }
     let _enter = span.enter();
     tracing::info!(?verdict, "attempt answered");
@@ -172,9 +191,13 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
         core.forget_elapsed(local_id);
     }
     let parks = matches!(update, Update::AuthRequired { .. });
-    let mut recorded = core
-        .store
-        .record(local_id, &update, later, &[TransferState::Sending])?;
+    // The answer is the one thing that cannot be had again for free: a failed write is retried before
+    // the transfer is handed back to the schedule (and, the disk still full, to the sweep).
+    let mut recorded = durably(local_id, || {
+        core.store
+            .record(local_id, &update, later, &[TransferState::Sending])
+    })
+    .await?;
     // A token set between the check above and this write found nothing to resume (the row still said
     // Sending); set_access_token bumps the generation before it resumes, so looking again here closes that gap.
     if parks && core.token_generation() != token_generation {

@@ -3,6 +3,7 @@
 //! Every function is one visible transaction; the sender calls them in order.
 
 mod file;
+mod history;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -13,10 +14,11 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::{Result, SdkError};
 use crate::model::{Rejection, Transfer, TransferRequest, TransferState};
-use file::{check_is_ours, take_instance_lock, APPLICATION_ID};
+use file::{check_is_ours, make_private, take_instance_lock, APPLICATION_ID};
 
 /// 2: `elapsed_ms`, the sending time measured on a monotonic clock, and `contact`, how far an attempt
-/// got (issue 13).
+/// got (issue 13). The history and retention indexes need no new version: an older SDK reads a file
+/// that has them, and opening with this one adds them to an older file.
 const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
@@ -45,6 +47,8 @@ CREATE TABLE IF NOT EXISTS transfers (
     contact            INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS transfers_due ON transfers(state, next_attempt_at_ms);
+CREATE INDEX IF NOT EXISTS transfers_history ON transfers(created_at_ms, local_id);
+CREATE INDEX IF NOT EXISTS transfers_finished ON transfers(state, updated_at_ms);
 ";
 
 const COLUMNS: &str = "local_id, idem_key, to_user_id, amount_minor, currency, note, state, attempts, created_at_ms, \
@@ -97,6 +101,7 @@ impl Store {
         // Before the lock file, the WAL switch or any other write: another app's file stays exactly as found.
         check_is_ours(path)?;
         let lock = take_instance_lock(path)?;
+        make_private(path)?;
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // WAL + FULL: a committed transfer survives a crash or power loss before the first byte is sent.
@@ -248,22 +253,6 @@ impl Store {
             .query_row([local_id], read_transfer)
             .optional()?;
         Ok(transfer)
-    }
-
-    /// All transfers, newest first; only the unfinished ones if asked.
-    pub fn list(&self, unfinished_only: bool) -> Result<Vec<Transfer>> {
-        let conn = self.conn();
-        let filter = if unfinished_only {
-            format!("WHERE state IN {UNFINISHED}")
-        } else {
-            String::new()
-        };
-        let sql = format!(
-            "SELECT {COLUMNS} FROM transfers {filter} ORDER BY created_at_ms DESC, local_id"
-        );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map([], read_transfer)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// Sending time persisted for a transfer (ms of monotonic time) and how far its attempts got.
@@ -427,6 +416,15 @@ impl Store {
     /// Start-up recovery: a transfer that was on the wire when the app died has an unknown outcome; send it again now.
     pub fn recover_in_flight(&self, now_ms: i64) -> Result<Vec<String>> {
         self.move_to_due("state = 'sending'", now_ms)
+    }
+
+    /// Transfers marked on the wire (the caller tells which of them no attempt of its own holds).
+    pub fn sending_ids(&self) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let mut stmt =
+            conn.prepare_cached("SELECT local_id FROM transfers WHERE state = 'sending'")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
     /// Network is back: every waiting retry is due now.

@@ -87,6 +87,9 @@ impl HttpTransport {
             .connect_timeout(connect_timeout)
             // Retries belong to the SDK's schedule; a hidden library retry would be invisible to it.
             .retry(reqwest::retry::never())
+            // A 3xx is no answer about the transfer: following it would resend the key and the body
+            // to another origin (or turn a POST into a portal's GET); the sender treats it as unknown.
+            .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("sendonce/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| TransportError::Connection(e.to_string()))?;

@@ -113,10 +113,49 @@ fn uri_path(path: &Path) -> String {
         .collect()
 }
 
+/// Creates the database file readable and writable by this app only, before SQLite opens it: SQLite
+/// gives `-wal` and `-shm` the mode of the main file. A file (or `-wal`/`-shm`) of ours with a wider
+/// mode, from an older SDK, is narrowed. Elsewhere than Unix the platform's app sandbox decides.
+pub(super) fn make_private(db_path: &Path) -> Result<()> {
+    let unavailable =
+        |p: &Path, e: std::io::Error| SdkError::StorageUnavailable(format!("{}: {e}", p.display()));
+    match private_options().create_new(true).write(true).open(db_path) {
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(unavailable(db_path, e)),
+    }
+    #[cfg(unix)]
+    for suffix in ["", "-wal", "-shm"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mut path = db_path.as_os_str().to_owned();
+        path.push(suffix);
+        let path = PathBuf::from(path);
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| unavailable(&path, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Open options that create a file with mode 0600 (on Unix).
+fn private_options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+}
+
 pub(super) fn take_instance_lock(db_path: &Path) -> Result<File> {
     let mut lock_path = db_path.as_os_str().to_owned();
     lock_path.push(".lock");
-    let file = OpenOptions::new()
+    let file = private_options()
         .create(true)
         .truncate(false)
         .write(true)

@@ -146,4 +146,6 @@ pub async fn outcome(sdk: &Sdk, id: &str) -> sendonce::Transfer {
         .expect("no outcome within 30 s")
         .unwrap()
 }
+pub mod logs;
 pub mod scripted;
+pub mod tmpfs;
