@@ -29,6 +29,8 @@ data class DemoOptions(
 ) {
     companion object {
         /** The host's 127.0.0.1:8080 as seen from the Android emulator. */
-        const val DEFAULT_SERVER_URL = "http://10.0.2.2:8080"
+        // The emulator reaches the host through `adb reverse tcp:8080 tcp:8080`: the SDK speaks plain
+        // http only to loopback, and server-mock's test API answers only loopback host names.
+        const val DEFAULT_SERVER_URL = "http://127.0.0.1:8080"
     }
 }

@@ -344,7 +344,7 @@ class DemoViewModelTest {
 
         vm.onServerUrlChanged("not a url")
         vm.onServerUrlSaved()
-        assertEquals("Enter a URL like http://10.0.2.2:8080", vm.await("settings error") { it.settingsError != null }.settingsError)
+        assertEquals("Enter a URL like http://127.0.0.1:8080", vm.await("settings error") { it.settingsError != null }.settingsError)
 
         vm.onServerUrlChanged(server.baseUrl + "/")
         vm.onServerUrlSaved()
