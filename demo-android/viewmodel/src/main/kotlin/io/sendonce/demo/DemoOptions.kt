@@ -28,9 +28,10 @@ data class DemoOptions(
     val nowMs: () -> Long = System::currentTimeMillis,
 ) {
     companion object {
-        /** The host's 127.0.0.1:8080 as seen from the Android emulator. */
-        // The emulator reaches the host through `adb reverse tcp:8080 tcp:8080`: the SDK speaks plain
-        // http only to loopback, and server-mock's test API answers only loopback host names.
+        /**
+         * The host's server-mock, forwarded into the emulator by `adb reverse tcp:8080 tcp:8080`: the SDK
+         * speaks plain http only to loopback, and server-mock's test API answers only loopback host names.
+         */
         const val DEFAULT_SERVER_URL = "http://127.0.0.1:8080"
     }
 }
