@@ -1,6 +1,7 @@
 //! HTTP surface: routing, authentication and request-reading helpers.
 
 mod account;
+mod openapi;
 mod test_api;
 mod transfers;
 
@@ -32,7 +33,8 @@ pub fn router(app: App) -> Router {
             "/v1/transfers",
             post(transfers::post_transfer).get(transfers::get_by_key),
         )
-        .route("/v1/transfers/{transfer_id}", get(transfers::get_by_id));
+        .route("/v1/transfers/{transfer_id}", get(transfers::get_by_id))
+        .route("/openapi.json", get(openapi::openapi));
     if app.config.test_api {
         routes = routes.merge(test_api::routes());
     }
