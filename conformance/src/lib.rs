@@ -120,6 +120,7 @@ pub async fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<Report, Se
         .await
         .map_err(|e| SetupError::Local(format!("chaos proxy: {e}")))?;
     api.set_proxy(proxy.base_url());
+    let start = balances(&api, &acc).await;
     let _ = api.take_log();
     let ctx = Ctx {
         api,
@@ -158,9 +159,26 @@ pub async fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<Report, Se
         line(out, &result.line());
         results.push(result);
     }
+    let end = balances(&ctx.api, &ctx.acc).await;
+    let moved_minor = start
+        .zip(end)
+        .map(|((a0, b0), (a1, b1))| (a0 - a1, b0 - b1));
+    let moved = match (start, end) {
+        (Some((a0, b0)), Some((a1, b1))) => format!(
+            "moved: {} from A, {} from B ({} {} minor units in total, as measured by GET /v1/wallet)",
+            a0 - a1,
+            b0 - b1,
+            (a0 - a1) + (b0 - b1),
+            ctx.acc.a.currency
+        ),
+        _ => "moved: unknown (GET /v1/wallet failed)".to_string(),
+    };
+    line(out, &moved);
     let report = Report {
         base_url: args.base_url.clone(),
         plan,
+        moved,
+        moved_minor,
         checks: results,
     };
     line(out, &report.summary());
@@ -221,6 +239,12 @@ fn plan(
         if with_soak && soak < args.soak { format!("; soak lowered to {soak} transfers to fit") } else { String::new() },
     );
     Ok((soak, text))
+}
+
+async fn balances(api: &Api, acc: &fixtures::Accounts) -> Option<(i64, i64)> {
+    let a = fixtures::balance(api, &acc.a).await.ok()?;
+    let b = fixtures::balance(api, &acc.b).await.ok()?;
+    Some((a, b))
 }
 
 fn chain(e: &anyhow::Error) -> String {

@@ -59,6 +59,10 @@ pub struct Report {
     pub base_url: String,
     /// The money plan announced before the first check.
     pub plan: String,
+    /// What actually left A's and B's wallets during the checks.
+    pub moved: String,
+    /// The same as numbers (A, B), when both balances could be read.
+    pub moved_minor: Option<(i64, i64)>,
     /// Every check, in order.
     pub checks: Vec<CheckResult>,
 }

@@ -95,11 +95,13 @@ async fn binary_prints_lines_writes_reports_and_exits_0() {
     let mut lines = stdout.lines();
     assert!(lines.next().unwrap().starts_with("plan: "));
     let body: Vec<&str> = lines.collect();
-    let (summary, checks) = body.split_last().unwrap();
+    let (summary, rest) = body.split_last().unwrap();
+    let (moved, checks) = rest.split_last().unwrap();
     assert_eq!(
         *summary,
         format!("{} passed, 0 failed, 0 skipped", checks.len())
     );
+    assert!(moved.starts_with("moved: "), "{moved}");
     for l in checks {
         let mut parts = l.splitn(3, ' ');
         assert_eq!(parts.next(), Some("PASS"), "{l}");
@@ -249,6 +251,11 @@ async fn fixtures_without_the_test_api_pass_and_stay_within_the_allowance() {
         );
     }
     assert!(report.plan.contains("soak lowered"), "{}", report.plan);
+    let (a, b) = report.moved_minor.expect("balances readable");
+    assert!(
+        a > 0 && a <= 2_000 && b > 0 && b <= 2_000,
+        "moved {a} / {b}, allowance 2000 each"
+    );
 
     let args = Args::try_parse_from([
         "sendonce-conformance",
