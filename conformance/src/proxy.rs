@@ -256,3 +256,40 @@ fn encode(reply: &Reply) -> Vec<u8> {
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_survive_the_header() {
+        for f in [
+            Fault::None,
+            Fault::DropAnswer,
+            Fault::Duplicate,
+            Fault::Delay(Duration::from_millis(1500)),
+        ] {
+            assert_eq!(Fault::from_header(&f.to_header()), f);
+        }
+        assert_eq!(Fault::from_header("nonsense"), Fault::None);
+    }
+
+    #[test]
+    fn a_reply_is_framed_by_its_length_and_closes() {
+        let reply = Reply {
+            status: 201,
+            headers: vec![
+                ("content-length".into(), b"99".to_vec()),
+                ("idempotent-replayed".into(), b"true".to_vec()),
+            ],
+            body: b"{}".to_vec(),
+        };
+        let text = String::from_utf8(encode(&reply)).unwrap();
+        assert!(text.starts_with("HTTP/1.1 201 "));
+        assert!(text.contains("idempotent-replayed: true\r\n"));
+        assert!(
+            text.ends_with("content-length: 2\r\nconnection: close\r\n\r\n{}"),
+            "{text}"
+        );
+    }
+}

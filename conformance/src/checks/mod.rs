@@ -334,3 +334,14 @@ fn query_escape(s: &str) -> String {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::query_escape;
+
+    #[test]
+    fn keys_are_escaped_in_the_query() {
+        assert_eq!(query_escape("conf-1_a.b~"), "conf-1_a.b~");
+        assert_eq!(query_escape("a b&c=\""), "a%20b%26c%3D%22");
+    }
+}
