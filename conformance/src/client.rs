@@ -11,6 +11,9 @@ use serde_json::Value;
 
 use crate::proxy::{Fault, FAULT_HEADER};
 
+/// Tries of a GET before its transient failure counts.
+const GET_ATTEMPTS: u32 = 5;
+
 /// Exchanges kept per check: a soak makes thousands, the first ones tell the story.
 const MAX_RECORDED: usize = 400;
 
@@ -213,8 +216,34 @@ impl Api {
         std::mem::take(&mut *self.log.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Sends `call`; `Err` when no answer arrived (the error is recorded too).
+    /// Sends `call`; `Err` when no answer arrived (the error is recorded too). A GET
+    /// (wallet, look-up: safe to repeat) is retried a few times on a transport error or
+    /// a transient status, so a backend's passing 503 cannot blind a measurement.
     pub async fn send(&self, call: Call<'_>) -> Result<Answer, reqwest::Error> {
+        if call.method != Method::GET {
+            return self.send_once(call).await;
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let again = Call {
+                method: Method::GET,
+                path: call.path.clone(),
+                ..call
+            };
+            let result = self.send_once(again).await;
+            let transient = match &result {
+                Ok(a) => matches!(a.status, 408 | 429 | 500..=599),
+                Err(_) => true,
+            };
+            if !transient || attempt >= GET_ATTEMPTS {
+                return result;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn send_once(&self, call: Call<'_>) -> Result<Answer, reqwest::Error> {
         let (client, base) = match (call.route, &self.proxy_base) {
             (Route::Proxy(_), Some(p)) => (&self.proxy_http, p.as_str()),
             _ => (&self.http, self.base.as_str()),

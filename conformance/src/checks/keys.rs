@@ -1,7 +1,7 @@
 //! Credentials and the `Idempotency-Key` header: what must be refused before anything
 //! runs, and which spellings of a key are the same key.
 
-use super::{ensure_or_fail, fresh_key, no_answer, problem, Ctx, Outcome, Verdict};
+use super::{ensure_or_fail, fresh_key, problem, Ctx, Outcome, Verdict};
 use crate::client::Route;
 
 pub async fn auth_missing(ctx: &Ctx) -> Outcome {
@@ -109,15 +109,7 @@ pub async fn max_length(ctx: &Ctx) -> Outcome {
     let key = format!("{}-", uuid::Uuid::new_v4().simple());
     let key = format!("{key}{}", "k".repeat(255 - key.len()));
     let body = ctx.body(a, "conformance key.max-length");
-    let answer = match ctx.post(a, &key, &body, Route::Direct).await {
-        Ok(x) => x,
-        Err(e) => {
-            return Ok(Verdict::Fail(format!(
-                "POST with a 255-char key: {}",
-                no_answer(&e)
-            )))
-        }
-    };
+    let answer = ctx.settle(a, &key, &body).await?;
     ensure_or_fail!(
         answer.status == 201,
         "POST with a 255-character key -> {}, expected 201",
@@ -135,7 +127,7 @@ pub async fn sf_string(ctx: &Ctx) -> Outcome {
     let quoted = format!("\"{bare}\"");
     let body = ctx.body(a, "conformance key.sf-string");
     let before = ctx.balance(a).await?;
-    let first = ctx.post(a, &quoted, &body, Route::Direct).await?;
+    let first = ctx.settle(a, &quoted, &body).await?;
     ensure_or_fail!(
         first.status == 201,
         "POST with key {quoted} (an sf-string) -> {}, expected 201",

@@ -8,12 +8,7 @@ pub async fn found(ctx: &Ctx) -> Outcome {
     let a = &ctx.acc.a;
     let key = fresh_key();
     let created = ctx
-        .post(
-            a,
-            &key,
-            &ctx.body(a, "conformance lookup.found"),
-            Route::Direct,
-        )
+        .settle(a, &key, &ctx.body(a, "conformance lookup.found"))
         .await?;
     ensure_or_fail!(
         created.status == 201,
@@ -93,12 +88,7 @@ pub async fn own_only(ctx: &Ctx) -> Outcome {
     let (a, b) = (&ctx.acc.a, &ctx.acc.b);
     let key = fresh_key();
     let created = ctx
-        .post(
-            a,
-            &key,
-            &ctx.body(a, "conformance lookup.own-only"),
-            Route::Direct,
-        )
+        .settle(a, &key, &ctx.body(a, "conformance lookup.own-only"))
         .await?;
     ensure_or_fail!(
         created.status == 201,
