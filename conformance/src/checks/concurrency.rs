@@ -115,7 +115,20 @@ pub async fn in_flight(ctx: &Ctx) -> Outcome {
     let key = fresh_key();
     let body = ctx.body(a, "conformance replay.in-flight");
     let before = ctx.balance(a).await?;
-    if !ctx.test_api {
+    // server-mock's test API can slow the gateway; anything else is raced.
+    let saved = if ctx.test_api {
+        get_faults(ctx).await
+    } else {
+        None
+    };
+    let slowed = saved.is_some()
+        && set_faults(
+            ctx,
+            &serde_json::json!({"gateway_delay_ms": SLOW_GATEWAY_MS}),
+        )
+        .await
+        .is_ok();
+    if !slowed {
         // No way to slow the backend: race, and judge only what overlapped.
         let answers = parallel(ctx, &key, &body, PARALLEL).await;
         let seen = tally(&answers);
@@ -144,12 +157,6 @@ pub async fn in_flight(ctx: &Ctx) -> Outcome {
         )));
     }
 
-    let saved = get_faults(ctx).await;
-    set_faults(
-        ctx,
-        &serde_json::json!({"gateway_delay_ms": SLOW_GATEWAY_MS}),
-    )
-    .await?;
     let first = {
         let (api, token, key, body) = (ctx.api.clone(), a.token.clone(), key.clone(), body.clone());
         tokio::spawn(async move {
