@@ -9,6 +9,12 @@ pub async fn start(db: &str, gateway_delay: Duration) -> RunningServer {
     let config = ServerConfig {
         db: db.to_string(),
         gateway_delay,
+        // The bench measures the idempotency machinery, not the per-user quotas.
+        quotas: server_mock::quota::QuotaLimits {
+            requests_per_second: 1e6,
+            burst: 1e6,
+            keys_per_hour: u32::MAX,
+        },
         ..ServerConfig::default()
     };
     server_mock::start(config, "127.0.0.1:0".parse().expect("address"))

@@ -165,7 +165,7 @@ impl ComposerCore {
         guard(|| Ok(self.composer.transfer()?.map(Into::into)))
     }
 
-    /// Starts a new intent ("send another"); refused with `TransferUnfinished` while the current one runs.
+    /// Starts a new intent ("send another"); refused with `TransferUnfinished` unless the current one is final.
     pub fn new_intent(&self) -> Result<()> {
         guard(|| Ok(self.composer.new_intent()?))
     }

@@ -210,13 +210,22 @@ impl Composer {
         }
     }
 
-    /// Starts a new intent (the user chose "send another"); refused while the current transfer is unfinished.
+    /// Starts a new intent (the user chose "send another"); refused unless the current transfer is final.
+    ///
+    /// Allowed only in Editing, Done and a definitive Rejected/Failed: in every other state (NeedsAttention
+    /// included) money may have moved, and a new intent would mint a second key for it.
     pub fn new_intent(&self) -> Result<()> {
-        if matches!(
+        if !matches!(
             self.state(),
-            ComposerState::Submitting { .. } | ComposerState::Waiting { .. }
+            ComposerState::Editing | ComposerState::Done { .. } | ComposerState::Rejected { .. }
         ) {
             return Err(SdkError::TransferUnfinished);
+        }
+        // The screen's state may lag the store by one event: the persisted state decides.
+        if let Some(transfer) = self.transfer()? {
+            if !transfer.state.is_final() {
+                return Err(SdkError::TransferUnfinished);
+            }
         }
         self.shared.set(None, ComposerState::Editing);
         Ok(())

@@ -118,27 +118,73 @@ impl SdkConfig {
                 self.base_url
             )));
         }
-        if self.request_timeout.is_zero() || self.connect_timeout.is_zero() {
-            return Err(SdkError::InvalidConfig(
-                "timeouts must be above zero".into(),
-            ));
+        within(
+            "request_timeout",
+            self.request_timeout,
+            MIN_STEP,
+            MAX_TIMEOUT,
+        )?;
+        within(
+            "connect_timeout",
+            self.connect_timeout,
+            MIN_STEP,
+            MAX_TIMEOUT,
+        )?;
+        self.retry.validate()?;
+        if !(1..=MAX_CONCURRENT_SENDS).contains(&self.max_concurrent_sends) {
+            return Err(SdkError::InvalidConfig(format!(
+                "max_concurrent_sends is {}, must be 1-{MAX_CONCURRENT_SENDS}",
+                self.max_concurrent_sends
+            )));
         }
-        let r = &self.retry;
-        if r.base.is_zero()
-            || r.cap < r.base
-            || r.give_up_after.is_zero()
-            || r.budget_burst == 0
-            || r.budget_per_second <= 0.0
-        {
-            return Err(SdkError::InvalidConfig(
-                "retry policy needs base > 0, cap >= base, give_up_after > 0 and a positive budget"
-                    .into(),
-            ));
+        Ok(())
+    }
+}
+
+/// Shortest base, timeout or horizon: schedules count whole milliseconds, so less would be 0 ms (a hot loop).
+const MIN_STEP: Duration = Duration::from_millis(1);
+/// Longest request or connect timeout (a look-up waits for twice the request timeout).
+const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+/// Longest delay between two attempts.
+const MAX_CAP: Duration = Duration::from_secs(24 * 3600);
+/// Longest give-up horizon: it must stay below the server's key window (48 h by default).
+const MAX_GIVE_UP: Duration = Duration::from_secs(47 * 3600);
+/// Slowest budget refill (one retry per ~17 min): below it the budget would all but stop retries.
+const MIN_BUDGET_PER_SECOND: f64 = 1e-3;
+/// Fastest budget refill: above it the budget no longer bounds anything.
+const MAX_BUDGET_PER_SECOND: f64 = 1e6;
+/// Largest burst of retries.
+const MAX_BUDGET_BURST: u32 = 1_000_000;
+/// Most transfers sent at once.
+const MAX_CONCURRENT_SENDS: usize = 1024;
+
+fn within(name: &str, d: Duration, min: Duration, max: Duration) -> Result<()> {
+    if d < min || d > max {
+        return Err(SdkError::InvalidConfig(format!(
+            "{name} is {d:?}, must be {min:?}-{max:?}"
+        )));
+    }
+    Ok(())
+}
+
+impl RetryPolicy {
+    /// Refuses a policy that could overflow, spin or silently stop bounding retries.
+    pub(crate) fn validate(&self) -> Result<()> {
+        within("retry base", self.base, MIN_STEP, MAX_CAP)?;
+        within("retry cap", self.cap, self.base, MAX_CAP)?;
+        within("give_up_after", self.give_up_after, self.base, MAX_GIVE_UP)?;
+        if !(1..=MAX_BUDGET_BURST).contains(&self.budget_burst) {
+            return Err(SdkError::InvalidConfig(format!(
+                "budget_burst is {}, must be 1-{MAX_BUDGET_BURST}",
+                self.budget_burst
+            )));
         }
-        if self.max_concurrent_sends == 0 {
-            return Err(SdkError::InvalidConfig(
-                "max_concurrent_sends must be above zero".into(),
-            ));
+        // NaN is in no range, so it is refused too.
+        let rate = self.budget_per_second;
+        if !(MIN_BUDGET_PER_SECOND..=MAX_BUDGET_PER_SECOND).contains(&rate) {
+            return Err(SdkError::InvalidConfig(format!(
+                "budget_per_second is {rate}, must be {MIN_BUDGET_PER_SECOND}-{MAX_BUDGET_PER_SECOND}"
+            )));
         }
         Ok(())
     }

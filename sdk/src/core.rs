@@ -1,6 +1,6 @@
 //! State shared by the public handle, the sender and the composers.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -42,6 +42,10 @@ pub(crate) struct Core {
     token_generation: AtomicU64,
     network_available: AtomicBool,
     in_flight: Mutex<HashSet<String>>,
+    /// Monotonic time when this instance opened: sending time of a loaded transfer counts from here.
+    opened_mono_ms: i64,
+    /// Per transfer, the monotonic time up to which its sending time is persisted.
+    elapsed_marks: Mutex<HashMap<String, i64>>,
     budget: Mutex<RetryBudget>,
     closed: AtomicBool,
     listeners: RwLock<Vec<(u64, Arc<dyn TransferListener>)>>,
@@ -83,6 +87,8 @@ impl Core {
             token_generation: AtomicU64::new(0),
             network_available: AtomicBool::new(true),
             in_flight: Mutex::new(HashSet::new()),
+            opened_mono_ms: config.clock.monotonic_ms(),
+            elapsed_marks: Mutex::new(HashMap::new()),
             budget: Mutex::new(budget),
             closed: AtomicBool::new(false),
             listeners: RwLock::new(Vec::new()),
@@ -183,6 +189,28 @@ impl Core {
 
     pub fn take_retry_token(&self, now_ms: i64) -> Result<(), i64> {
         lock(&self.budget).take(now_ms)
+    }
+
+    /// Sending time of a transfer: its persisted total plus what this instance measured since then.
+    ///
+    /// Only monotonic time while the SDK runs counts, so no setting of the phone's clock ends (or
+    /// extends) a transfer; time while the app is not running is not counted either.
+    pub fn elapsed_ms(&self, local_id: &str, persisted_ms: i64, mono_now: i64) -> i64 {
+        let mark = lock(&self.elapsed_marks)
+            .get(local_id)
+            .copied()
+            .unwrap_or(self.opened_mono_ms);
+        persisted_ms.saturating_add(mono_now.saturating_sub(mark).max(0))
+    }
+
+    /// Records that the sending time of `local_id` is persisted up to `mono_now`.
+    pub fn mark_elapsed(&self, local_id: &str, mono_now: i64) {
+        lock(&self.elapsed_marks).insert(local_id.to_string(), mono_now);
+    }
+
+    /// Drops the mark of a transfer the sender no longer sends.
+    pub fn forget_elapsed(&self, local_id: &str) {
+        lock(&self.elapsed_marks).remove(local_id);
     }
 
     /// Marks a transfer as being worked on; false if it already is.

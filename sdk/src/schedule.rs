@@ -107,7 +107,8 @@ impl RetryBudget {
             self.tokens -= 1.0;
             Ok(())
         } else {
-            Err(now_ms + ((1.0 - self.tokens) / self.per_ms).ceil() as i64)
+            // `as` saturates and the add too: a policy that slipped past validation cannot overflow here.
+            Err(now_ms.saturating_add(((1.0 - self.tokens) / self.per_ms).ceil() as i64))
         }
     }
 }

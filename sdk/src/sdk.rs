@@ -45,7 +45,12 @@ impl Sdk {
         config.validate()?;
         let store = Store::open(&config.db_path)?;
         let now = config.clock.now_ms();
-        let recovered = store.recover_in_flight(now)?;
+        let mut recovered = store.recover_in_flight(now)?;
+        // A transfer parked for credentials resumes as soon as the app opens with a token: it will not
+        // necessarily call set_access_token again.
+        if config.access_token.is_some() {
+            recovered.extend(store.resume_auth(now)?);
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("sendonce")
@@ -112,8 +117,9 @@ impl Sdk {
 
     /// Asks the server now, by key, what became of a transfer (never sends it, never mints a key).
     ///
-    /// A success or a stored rejection ends the transfer; "not found" ends only a transfer the SDK has
-    /// given up on (NeedsAttention) — otherwise sending simply goes on. If an attempt or a look-up is
+    /// A transfer for this key or a stored rejection replayed by the server ends the transfer; the server's
+    /// own 404 `transfer_not_found` ends only a transfer the SDK has given up on (NeedsAttention) —
+    /// otherwise sending simply goes on. Anything else (an intermediary, another 404) changes nothing. If an attempt or a look-up is
     /// already running, this waits for it first (bounded by twice the request timeout).
     pub async fn resolve(&self, local_id: &str) -> Result<Transfer> {
         let core = self.live()?.clone();
@@ -124,6 +130,9 @@ impl Sdk {
                 let deadline = tokio::time::Instant::now() + core.config.request_timeout * 2;
                 let mut changes = core.changes.subscribe();
                 loop {
+                    if core.is_closed() {
+                        return Err(SdkError::Closed);
+                    }
                     let current = core
                         .store
                         .get(&id)?
@@ -149,7 +158,7 @@ impl Sdk {
                 result
             })
             .await
-            .map_err(|e| SdkError::Internal(e.to_string()))?
+            .map_err(|e| joined(&self.core, e))?
     }
 
     /// Registers a listener told of every change; returns an id for `remove_listener`.
@@ -270,19 +279,32 @@ pub(crate) async fn persist(
     request: TransferRequest,
 ) -> Result<Transfer> {
     request.validate()?;
+    let owner = core;
     let core = core.clone();
     handle
         .spawn_blocking(move || {
             let local_id = uuid::Uuid::now_v7().to_string();
             let key = mint_key();
+            let mono = core.clock.monotonic_ms();
             let transfer = core.store.insert(&local_id, &key, &request, core.clock.now_ms())?;
+            // Its sending time starts now, not when this instance opened.
+            core.mark_elapsed(&local_id, mono);
             tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor, "transfer persisted");
             core.publish(transfer.clone());
             core.wake.notify_one();
             Ok(transfer)
         })
         .await
-        .map_err(|e| SdkError::Internal(e.to_string()))?
+        .map_err(|e| joined(owner, e))?
+}
+
+/// A task of the SDK's runtime that did not finish: cut off by `close()` (say so), or a caught panic.
+fn joined(core: &Core, e: tokio::task::JoinError) -> SdkError {
+    if core.is_closed() || e.is_cancelled() {
+        SdkError::Closed
+    } else {
+        SdkError::Internal(e.to_string())
+    }
 }
 
 impl Drop for Sdk {

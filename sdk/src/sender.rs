@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::sleep;
 
-use crate::classify::{classify, Verdict};
+use crate::classify::{classify, contact, is_server_not_found, Contact, Verdict};
 use crate::core::Core;
 use crate::error::Result;
 use crate::model::{Rejection, Transfer, TransferState};
@@ -78,10 +78,17 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
 /// One attempt, in the order that makes it safe to repeat at any point.
 pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
     let now = core.clock.now_ms();
+    let mono = core.clock.monotonic_ms();
     let Some(transfer) = core.store.get(local_id)? else {
         return Ok(());
     };
-    if give_up_due(core, &transfer, now) {
+    // The horizon counts measured sending time, never wall-clock distance: a clock set forward before
+    // the first attempt does not skip it, a clock set back does not extend the window.
+    let (persisted_ms, reached) = core.store.progress(local_id)?;
+    let elapsed = core.elapsed_ms(local_id, persisted_ms, mono);
+    let reached = Contact::from_i64(reached);
+    if elapsed >= horizon_ms(core) && may_give_up(reached) {
+        core.forget_elapsed(local_id);
         let t = core
             .store
             .record(local_id, &needs_attention(core, now), now, QUEUED)?;
@@ -104,9 +111,10 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
     }
 
     // Phase 1: the attempt is counted and marked on the wire before the request leaves.
-    let Some(transfer) = core.store.begin_attempt(local_id, now)? else {
+    let Some(transfer) = core.store.begin_attempt(local_id, now, elapsed)? else {
         return Ok(());
     };
+    core.mark_elapsed(local_id, mono);
     core.publish(transfer.clone());
 
     // Phase 2: the same key and the same bytes, every time.
@@ -114,7 +122,11 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
     let token_generation = core.token_generation();
     let span = tracing::info_span!("attempt", local_id, key = %key, attempt = transfer.attempts);
     let result = send(core, Method::Post, "/v1/transfers", Some(&key), body).await;
-    let verdict = classify(&result);
+    let verdict = classify(&result, &key);
+    let got = contact(&result, &key);
+    if got > reached {
+        core.store.raise_contact(local_id, got as i64)?;
+    }
     let _enter = span.enter();
     tracing::info!(?verdict, "attempt answered");
 
@@ -125,7 +137,7 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
             server_transfer_id,
             replayed,
         } => Update::Succeeded {
-            server_transfer_id,
+            server_transfer_id: Some(server_transfer_id),
             replayed,
             response_body: result.map(|r| r.body).unwrap_or_default(),
         },
@@ -148,12 +160,33 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
         Verdict::Retry {
             retry_after_ms,
             error,
-        } => retry_update(core, &transfer, &key, retry_after_ms, error, later),
+        } => {
+            let sending = Sending {
+                elapsed_ms: elapsed,
+                may_give_up: may_give_up(reached.max(got)),
+            };
+            retry_update(core, &transfer, &key, retry_after_ms, error, later, sending)
+        }
     };
-    core.publish(
-        core.store
-            .record(local_id, &update, later, &[TransferState::Sending])?,
-    );
+    if !matches!(update, Update::Retry { .. } | Update::AuthRequired { .. }) {
+        core.forget_elapsed(local_id);
+    }
+    let parks = matches!(update, Update::AuthRequired { .. });
+    let mut recorded = core
+        .store
+        .record(local_id, &update, later, &[TransferState::Sending])?;
+    // A token set between the check above and this write found nothing to resume (the row still said
+    // Sending); set_access_token bumps the generation before it resumes, so looking again here closes that gap.
+    if parks && core.token_generation() != token_generation {
+        let resume = Update::Retry {
+            next_attempt_at_ms: later,
+            error: "a new access token arrived while the 401 was recorded".into(),
+        };
+        recorded = core
+            .store
+            .record(local_id, &resume, later, &[TransferState::AuthRequired])?;
+    }
+    core.publish(recorded);
     Ok(())
 }
 
@@ -170,9 +203,10 @@ const LOOKUP_FROM: &[TransferState] = &[
 
 /// Resolves an unknown outcome through the status look-up by key; never sends the transfer again.
 ///
-/// The caller holds the transfer's claim, so no attempt of this instance is on the wire. Only a
-/// transfer the sender has given up on (NeedsAttention) can conclude "not executed" from a 404:
-/// for any other, a 404 only means "not yet", and sending goes on.
+/// The caller holds the transfer's claim, so no attempt of this instance is on the wire. The
+/// server's own 404 (`transfer_not_found` problem+json) ends the transfer as "not executed"
+/// whenever it comes: the contract makes a by-key 404 final (DESIGN.md invariant 6; server-mock
+/// closes the key with it), so sending on would only replay it.
 pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
     let Some(current) = core.store.get(local_id)? else {
         return Err(crate::error::SdkError::NotFound(local_id.into()));
@@ -189,18 +223,18 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
         next_attempt_at_ms: now + cap_ms(core),
         error,
     };
-    let update = match (&result, classify(&result)) {
+    let update = match (&result, classify(&result, &key)) {
         (
             Ok(r),
             Verdict::Succeeded {
                 server_transfer_id, ..
             },
         ) => Some(Update::Succeeded {
-            server_transfer_id,
+            server_transfer_id: Some(server_transfer_id),
             replayed: true,
             response_body: r.body.clone(),
         }),
-        (Ok(r), _) if r.status == 404 && given_up => Some(Update::Ended {
+        (Ok(r), _) if is_server_not_found(r) => Some(Update::Ended {
             state: TransferState::Failed,
             rejection: Rejection {
                 code: "not_executed".into(),
@@ -208,17 +242,17 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
                 http_status: 404,
             },
         }),
-        (Ok(r), _) if r.status == 404 => None,
-        // A stored business outcome for this key (402, a validation answer) is as definitive here as on the POST.
-        (Ok(_), Verdict::Rejected(rejection)) => Some(Update::Ended {
+        // A stored outcome for this key (402) comes back as a replay and is as definitive as on the POST;
+        // any other server problem on a look-up is about the look-up, not the transfer.
+        (Ok(r), Verdict::Rejected(rejection)) if is_replay(r) => Some(Update::Ended {
             state: TransferState::Rejected,
             rejection,
         }),
-        (Ok(_), Verdict::Failed(rejection)) => Some(Update::Ended {
+        (Ok(r), Verdict::Failed(rejection)) if is_replay(r) => Some(Update::Ended {
             state: TransferState::Failed,
             rejection,
         }),
-        (Ok(r), _) if given_up => Some(later(format!("look-up answered {}", r.status))),
+        (Ok(r), verdict) if given_up => Some(later(lookup_unknown(r, verdict))),
         (Err(e), _) if given_up => Some(later(format!("look-up failed: {e}"))),
         _ => None,
     };
@@ -231,6 +265,26 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
     Ok(transfer)
 }
 
+fn is_replay(r: &HttpResponse) -> bool {
+    r.header("idempotent-replayed")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// Why a look-up answer left the outcome unknown, for the transfer's last error.
+fn lookup_unknown(r: &HttpResponse, verdict: Verdict) -> String {
+    let what = match verdict {
+        Verdict::Retry { error, .. } | Verdict::AuthRequired(error) => error,
+        Verdict::Rejected(p) | Verdict::Failed(p) => {
+            format!(
+                "{} {} is not a stored outcome for this key",
+                r.status, p.code
+            )
+        }
+        Verdict::Succeeded { .. } => format!("{}", r.status),
+    };
+    format!("look-up answered {what}; outcome still unknown")
+}
+
 fn retry_update(
     core: &Core,
     t: &Transfer,
@@ -238,11 +292,16 @@ fn retry_update(
     retry_after_ms: Option<i64>,
     error: String,
     now: i64,
+    sending: Sending,
 ) -> Update {
+    let last_attempt_at_ms = t.last_attempt_at_ms.unwrap_or(now);
+    let elapsed_ms = sending.elapsed_ms;
     let input = ScheduleInput {
-        created_at_ms: t.created_at_ms,
+        // The confirm time as this attempt's clock would have read it had it never jumped: the schedule
+        // then gives up after `give_up_after` of measured sending time.
+        created_at_ms: last_attempt_at_ms.saturating_sub(elapsed_ms),
         attempts: t.attempts,
-        last_attempt_at_ms: t.last_attempt_at_ms.unwrap_or(now),
+        last_attempt_at_ms,
         retry_after_ms,
         jitter_seed: seed_of(key),
     };
@@ -251,14 +310,32 @@ fn retry_update(
             next_attempt_at_ms: at,
             error,
         },
-        NextAttempt::GiveUp => needs_attention(core, now),
+        NextAttempt::GiveUp if sending.may_give_up => needs_attention(core, now),
+        // Past the horizon, but only an intermediary ever answered: keep trying, one cap apart.
+        NextAttempt::GiveUp => Update::Retry {
+            next_attempt_at_ms: last_attempt_at_ms.saturating_add(cap_ms(core)),
+            error,
+        },
     }
 }
 
-fn give_up_due(core: &Core, t: &Transfer, now: i64) -> bool {
-    now >= t
-        .created_at_ms
-        .saturating_add(core.config.retry.give_up_after.as_millis() as i64)
+/// What the give-up rule needs to know about a transfer's sending so far.
+struct Sending {
+    /// Measured sending time (monotonic) at the start of the attempt.
+    elapsed_ms: i64,
+    /// See [`may_give_up`].
+    may_give_up: bool,
+}
+
+/// The SDK may stop sending only once an attempt reached the server (its answer, or a timeout that can
+/// have reached it) or when nothing ever got past the device (offline the whole horizon). While only an
+/// intermediary answers (a captive portal, a proxy), the server may never have seen the key: keep sending.
+fn may_give_up(reached: Contact) -> bool {
+    reached != Contact::Intermediary
+}
+
+fn horizon_ms(core: &Core) -> i64 {
+    core.config.retry.give_up_after.as_millis() as i64
 }
 
 fn needs_attention(core: &Core, now: i64) -> Update {

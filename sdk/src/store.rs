@@ -2,7 +2,9 @@
 //!
 //! Every function is one visible transaction; the sender calls them in order.
 
-use std::fs::{File, OpenOptions};
+mod file;
+
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -11,8 +13,11 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::{Result, SdkError};
 use crate::model::{Rejection, Transfer, TransferRequest, TransferState};
+use file::{check_is_ours, take_instance_lock, APPLICATION_ID};
 
-const SCHEMA_VERSION: i64 = 1;
+/// 2: `elapsed_ms`, the sending time measured on a monotonic clock, and `contact`, how far an attempt
+/// got (issue 13).
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS transfers (
@@ -35,7 +40,9 @@ CREATE TABLE IF NOT EXISTS transfers (
     reject_detail      TEXT,
     reject_status      INTEGER,
     replayed           INTEGER NOT NULL DEFAULT 0,
-    response_body      BLOB
+    response_body      BLOB,
+    elapsed_ms         INTEGER NOT NULL DEFAULT 0,
+    contact            INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS transfers_due ON transfers(state, next_attempt_at_ms);
 ";
@@ -87,6 +94,8 @@ pub struct Store {
 impl Store {
     /// Opens (or creates) the file, takes the instance lock and migrates the schema. Never deletes data.
     pub fn open(path: &Path) -> Result<Self> {
+        // Before the lock file, the WAL switch or any other write: another app's file stays exactly as found.
+        check_is_ours(path)?;
         let lock = take_instance_lock(path)?;
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
@@ -127,7 +136,29 @@ impl Store {
             }
         }
         conn.execute_batch(SCHEMA)?;
-        conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))?;
+        // A version-1 file: its transfers start with no measured sending time and no known contact.
+        for (column, ddl) in [
+            (
+                "elapsed_ms",
+                "ALTER TABLE transfers ADD COLUMN elapsed_ms INTEGER NOT NULL DEFAULT 0",
+            ),
+            (
+                "contact",
+                "ALTER TABLE transfers ADD COLUMN contact INTEGER NOT NULL DEFAULT 0",
+            ),
+        ] {
+            let present: i64 = conn.query_row(
+                "SELECT count(*) FROM pragma_table_info('transfers') WHERE name = ?1",
+                [column],
+                |r| r.get(0),
+            )?;
+            if present == 0 {
+                conn.execute_batch(ddl)?;
+            }
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA user_version={SCHEMA_VERSION}; PRAGMA application_id={APPLICATION_ID};"
+        ))?;
         let checkpointer = Connection::open(path)?;
         checkpointer.busy_timeout(std::time::Duration::from_secs(1))?;
         Ok(Self {
@@ -235,6 +266,27 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
+    /// Sending time persisted for a transfer (ms of monotonic time) and how far its attempts got.
+    pub fn progress(&self, local_id: &str) -> Result<(i64, i64)> {
+        let conn = self.conn();
+        let progress = conn
+            .prepare_cached("SELECT elapsed_ms, contact FROM transfers WHERE local_id = ?1")?
+            .query_row([local_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        progress.ok_or_else(|| SdkError::NotFound(local_id.into()))
+    }
+
+    /// Raises how far an attempt got (never lowers it); written at most twice in a transfer's life.
+    pub fn raise_contact(&self, local_id: &str, contact: i64) -> Result<()> {
+        exec(
+            &self.conn(),
+            "UPDATE transfers SET contact = ?2 WHERE local_id = ?1 AND contact < ?2",
+            params![local_id, contact],
+        )?;
+        self.committed();
+        Ok(())
+    }
+
     /// The exact bytes and key to send for a transfer.
     pub fn wire(&self, local_id: &str) -> Result<(String, Vec<u8>)> {
         let conn = self.conn();
@@ -274,13 +326,19 @@ impl Store {
         Ok(at)
     }
 
-    /// Phase "attempt": count it and mark it on the wire before the request leaves.
-    pub fn begin_attempt(&self, local_id: &str, now_ms: i64) -> Result<Option<Transfer>> {
+    /// Phase "attempt": count it and mark it on the wire before the request leaves, with the sending
+    /// time measured so far.
+    pub fn begin_attempt(
+        &self,
+        local_id: &str,
+        now_ms: i64,
+        elapsed_ms: i64,
+    ) -> Result<Option<Transfer>> {
         let changed = exec(
             &self.conn(),
             "UPDATE transfers SET state='sending', attempts=attempts+1, last_attempt_at_ms=?2, updated_at_ms=?2, \
-             next_attempt_at_ms=NULL WHERE local_id=?1 AND state IN ('pending','retrying')",
-            params![local_id, now_ms],
+             next_attempt_at_ms=NULL, elapsed_ms=max(elapsed_ms, ?3) WHERE local_id=?1 AND state IN ('pending','retrying')",
+            params![local_id, now_ms, elapsed_ms],
         )?;
         self.committed();
         if changed == 0 {
@@ -400,26 +458,6 @@ impl Store {
 /// Runs one statement through the statement cache (parsing is most of a small write's CPU cost).
 fn exec(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
     conn.prepare_cached(sql)?.execute(params)
-}
-
-fn take_instance_lock(db_path: &Path) -> Result<File> {
-    let mut lock_path = db_path.as_os_str().to_owned();
-    lock_path.push(".lock");
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| {
-            SdkError::StorageUnavailable(format!("{}: {e}", PathBuf::from(&lock_path).display()))
-        })?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            Err(SdkError::AlreadyOpen(db_path.display().to_string()))
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(SdkError::StorageUnavailable(e.to_string())),
-    }
 }
 
 fn read_transfer(r: &Row<'_>) -> rusqlite::Result<Transfer> {

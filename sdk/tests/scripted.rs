@@ -2,171 +2,20 @@
 //!
 //! The scripted server also opens the SDK's SQLite file on every arrival, proving the row was durable first.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::http::StatusCode;
+use axum::routing::post;
 use axum::Router;
-use sendonce::{Sdk, SdkConfig, TransferRequest, TransferState};
-
-/// One scripted answer: status, extra headers, body.
-#[derive(Clone)]
-struct Answer(u16, Vec<(&'static str, &'static str)>, &'static str);
-
-#[derive(Default)]
-struct Script {
-    answers: Vec<Answer>,
-    arrivals: Vec<Arrival>,
-    db: Option<PathBuf>,
-    lookup: Option<Answer>,
-}
-
-#[derive(Debug, Clone)]
-struct Arrival {
-    key: String,
-    body: Vec<u8>,
-    auth: String,
-    /// State of the row with this key in the SDK's file at the moment the request arrived.
-    row_state_at_arrival: Option<String>,
-}
-
-type Shared = Arc<Mutex<Script>>;
-
-async fn transfers(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let auth = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let db = s.lock().unwrap().db.clone();
-    let row_state_at_arrival = db.and_then(|p| row_state(&p, &key));
-    let mut script = s.lock().unwrap();
-    script.arrivals.push(Arrival {
-        key,
-        body: body.to_vec(),
-        auth,
-        row_state_at_arrival,
-    });
-    let n = script.arrivals.len() - 1;
-    let a = script
-        .answers
-        .get(n)
-        .or(script.answers.last())
-        .cloned()
-        .unwrap_or(Answer(201, vec![], OK));
-    reply(a)
-}
-
-async fn lookup(State(s): State<Shared>) -> Response {
-    let a = s.lock().unwrap().lookup.clone().unwrap_or(Answer(
-        404,
-        vec![],
-        r#"{"code":"transfer_not_found"}"#,
-    ));
-    reply(a)
-}
-
-fn reply(Answer(status, headers, body): Answer) -> Response {
-    let mut r = (StatusCode::from_u16(status).unwrap(), body).into_response();
-    for (k, v) in headers {
-        r.headers_mut().insert(k, v.parse().unwrap());
-    }
-    r
-}
-
-/// Reads the SDK's file through a separate read-only connection, as another process would.
-fn row_state(path: &PathBuf, key: &str) -> Option<String> {
-    let conn =
-        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .ok()?;
-    conn.query_row(
-        "SELECT state FROM transfers WHERE idem_key = ?1",
-        [key],
-        |r| r.get::<_, String>(0),
-    )
-    .ok()
-}
-
-const OK: &str = r#"{"transfer_id":"t_1","status":"completed"}"#;
-
-struct Rig {
-    sdk: Sdk,
-    script: Shared,
-    _dir: tempfile::TempDir,
-}
-
-async fn rig(answers: Vec<Answer>) -> Rig {
-    let script: Shared = Arc::new(Mutex::new(Script {
-        answers,
-        ..Default::default()
-    }));
-    let app = Router::new()
-        .route("/v1/transfers", post(transfers).get(lookup))
-        .route("/", get(|| async { "" }))
-        .with_state(script.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("device.db");
-    script.lock().unwrap().db = Some(db.clone());
-    let config = SdkConfig::builder(url, &db)
-        .access_token("tok-1")
-        .retry_base(Duration::from_millis(10))
-        .retry_cap(Duration::from_millis(100))
-        .build()
-        .unwrap();
-    Rig {
-        sdk: Sdk::open(config).unwrap(),
-        script,
-        _dir: dir,
-    }
-}
-
-fn req() -> TransferRequest {
-    TransferRequest {
-        to_user_id: "u_bob".into(),
-        amount_minor: 1234,
-        currency: "BDT".into(),
-        note: Some("rent".into()),
-    }
-}
-
-async fn settle(rig: &Rig) -> sendonce::Transfer {
-    let t = rig.sdk.send_transfer(req()).await.unwrap();
-    tokio::time::timeout(
-        Duration::from_secs(20),
-        rig.sdk.wait_for_outcome(&t.local_id),
-    )
-    .await
-    .unwrap()
-    .unwrap()
-}
-
-fn arrivals(rig: &Rig) -> Vec<Arrival> {
-    rig.script.lock().unwrap().arrivals.clone()
-}
+use common::scripted::{arrivals, created, problem, req, rig, settle, Answer, JSON, OK};
+use sendonce::{Sdk, SdkConfig, TransferState};
 
 #[tokio::test]
 async fn the_row_is_durable_before_the_first_byte_and_every_retry_is_byte_identical() {
-    let a503 = Answer(503, vec![], r#"{"code":"service_unavailable"}"#);
-    let rig = rig(vec![
-        a503.clone(),
-        a503,
-        Answer(500, vec![], ""),
-        Answer(201, vec![], OK),
-    ])
-    .await;
+    let a503 = problem(503, r#"{"code":"service_unavailable"}"#);
+    let rig = rig(vec![a503.clone(), a503, Answer(500, vec![], ""), created()]).await;
     let t = settle(&rig).await;
     assert_eq!(t.state, TransferState::Succeeded);
     assert_eq!(t.server_transfer_id.as_deref(), Some("t_1"));
@@ -189,7 +38,12 @@ async fn the_row_is_durable_before_the_first_byte_and_every_retry_is_byte_identi
 
 #[tokio::test]
 async fn replay_counts_as_success() {
-    let rig = rig(vec![Answer(200, vec![("idempotent-replayed", "true")], OK)]).await;
+    let rig = rig(vec![Answer(
+        200,
+        vec![JSON, ("idempotent-replayed", "true")],
+        OK,
+    )])
+    .await;
     let t = settle(&rig).await;
     assert_eq!(t.state, TransferState::Succeeded);
     assert!(t.replayed);
@@ -197,9 +51,8 @@ async fn replay_counts_as_success() {
 
 #[tokio::test]
 async fn insufficient_funds_is_a_definitive_rejection_sent_once() {
-    let rig = rig(vec![Answer(
+    let rig = rig(vec![problem(
         402,
-        vec![],
         r#"{"code":"insufficient_funds","detail":"balance 10"}"#,
     )])
     .await;
@@ -217,12 +70,7 @@ async fn insufficient_funds_is_a_definitive_rejection_sent_once() {
 #[tokio::test]
 async fn validation_errors_reject_without_retry() {
     for status in [400u16, 404, 413, 415] {
-        let rig = rig(vec![Answer(
-            status,
-            vec![],
-            r#"{"code":"invalid_request"}"#,
-        )])
-        .await;
+        let rig = rig(vec![problem(status, r#"{"code":"invalid_request"}"#)]).await;
         let t = settle(&rig).await;
         assert_eq!(t.state, TransferState::Rejected, "status {status}");
         assert_eq!(arrivals(&rig).len(), 1);
@@ -231,12 +79,7 @@ async fn validation_errors_reject_without_retry() {
 
 #[tokio::test]
 async fn key_reused_fails_at_once_and_is_never_retried() {
-    let rig = rig(vec![Answer(
-        422,
-        vec![],
-        r#"{"code":"idempotency_key_reused"}"#,
-    )])
-    .await;
+    let rig = rig(vec![problem(422, r#"{"code":"idempotency_key_reused"}"#)]).await;
     let t = settle(&rig).await;
     assert_eq!(t.state, TransferState::Failed);
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -248,10 +91,10 @@ async fn in_use_waits_for_retry_after_then_succeeds() {
     let rig = rig(vec![
         Answer(
             409,
-            vec![("retry-after", "1")],
+            vec![common::scripted::PROBLEM, ("retry-after", "1")],
             r#"{"code":"idempotency_key_in_use"}"#,
         ),
-        Answer(201, vec![], OK),
+        created(),
     ])
     .await;
     let mut rx = rig.sdk.send_transfer(req()).await.unwrap();
@@ -270,7 +113,7 @@ async fn in_use_waits_for_retry_after_then_succeeds() {
 #[tokio::test]
 async fn unknown_outcomes_retry_with_backoff_for_every_retryable_status() {
     for status in [408u16, 425, 429, 500, 502, 503, 504] {
-        let rig = rig(vec![Answer(status, vec![], ""), Answer(201, vec![], OK)]).await;
+        let rig = rig(vec![Answer(status, vec![], ""), created()]).await;
         let t = settle(&rig).await;
         assert_eq!(t.state, TransferState::Succeeded, "status {status}");
         assert_eq!(t.attempts, 2, "status {status}");
@@ -280,8 +123,8 @@ async fn unknown_outcomes_retry_with_backoff_for_every_retryable_status() {
 #[tokio::test]
 async fn unauthorised_holds_until_a_new_token_then_resumes_with_the_same_key() {
     let rig = rig(vec![
-        Answer(401, vec![], r#"{"code":"unauthenticated"}"#),
-        Answer(201, vec![], OK),
+        problem(401, r#"{"code":"unauthenticated"}"#),
+        created(),
     ])
     .await;
     let t = rig.sdk.send_transfer(req()).await.unwrap();
@@ -342,7 +185,10 @@ async fn connection_errors_are_retried() {
     assert!(waiting.last_error.unwrap().contains("connection"));
     let app = Router::new().route(
         "/v1/transfers",
-        post(|| async { (StatusCode::CREATED, OK) }),
+        post(|headers: axum::http::HeaderMap| async move {
+            let key = headers["idempotency-key"].to_str().unwrap().to_string();
+            (StatusCode::CREATED, OK.replace("{key}", &key))
+        }),
     );
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });

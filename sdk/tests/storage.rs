@@ -240,3 +240,89 @@ async fn a_full_disk_is_a_typed_error_and_keeps_what_was_written() {
         .unwrap();
     assert_eq!(n as usize, stored.len());
 }
+
+/// Every file in `dir` with its bytes.
+fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_foreign_sqlite_file_is_left_exactly_as_found() {
+    for journal in ["DELETE", "WAL"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("photos.db");
+        {
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            conn.query_row(&format!("PRAGMA journal_mode={journal}"), [], |_| Ok(()))
+                .unwrap();
+            conn.execute_batch(
+                "CREATE TABLE photos(id INTEGER PRIMARY KEY, name TEXT);
+                 INSERT INTO photos(name) VALUES ('beach'), ('train');",
+            )
+            .unwrap();
+        }
+        let before = snapshot(dir.path());
+        let err = Sdk::open(cfg(&db)).unwrap_err();
+        assert!(
+            matches!(err, SdkError::StorageCorrupt(_)),
+            "{journal}: {err:?}"
+        );
+        let after = snapshot(dir.path());
+        let names = |s: &[(String, Vec<u8>)]| s.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&after),
+            names(&before),
+            "{journal}: no file added or removed"
+        );
+        assert!(
+            after == before,
+            "{journal}: every byte of every file unchanged"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_version_1_file_is_migrated_and_its_transfers_still_send() {
+    let server = common::scripted::rig(vec![common::scripted::created()]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("v1.db");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL;
+             CREATE TABLE transfers (
+                local_id TEXT PRIMARY KEY, idem_key TEXT NOT NULL UNIQUE, to_user_id TEXT NOT NULL,
+                amount_minor INTEGER NOT NULL, currency TEXT NOT NULL, note TEXT, body BLOB NOT NULL,
+                state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, created_at_ms INTEGER NOT NULL,
+                updated_at_ms INTEGER NOT NULL, last_attempt_at_ms INTEGER, next_attempt_at_ms INTEGER,
+                last_error TEXT, server_transfer_id TEXT, reject_code TEXT, reject_detail TEXT,
+                reject_status INTEGER, replayed INTEGER NOT NULL DEFAULT 0, response_body BLOB);
+             CREATE INDEX transfers_due ON transfers(state, next_attempt_at_ms);
+             INSERT INTO transfers (local_id, idem_key, to_user_id, amount_minor, currency, body, state,
+                created_at_ms, updated_at_ms, next_attempt_at_ms)
+             VALUES ('l1', 'k-v1', 'u_bob', 5, 'BDT', X'7B7D', 'pending', 1, 1, 1);
+             PRAGMA user_version=1;",
+        )
+        .unwrap();
+    }
+    let sdk = Sdk::open(
+        common::scripted::base_config(&server.url, &db)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    let done = common::scripted::wait(&sdk, "l1").await;
+    assert_eq!(done.state, sendonce::TransferState::Succeeded, "{done:?}");
+    assert_eq!(done.idempotency_key, "k-v1");
+}

@@ -15,6 +15,16 @@ pub struct ServerConfig {
     pub gateway_delay: Duration,
     /// Whether the `/v1/test/*` and `/v1/bench/*` endpoints are mounted.
     pub test_api: bool,
+    /// Bearer token the test API requires (needed when listening beyond loopback).
+    pub test_api_token: Option<Secret>,
+    /// Host names the test API answers besides loopback ones (`--allow-host`).
+    pub allow_hosts: Vec<String>,
+    /// Connection limits: slow or idle clients cannot hold the server.
+    pub limits: Limits,
+    /// Per-user request rate and keys per hour.
+    pub quotas: crate::quota::QuotaLimits,
+    /// Highest balance a wallet may reach; a transfer past it is refused (stored 422).
+    pub max_balance_minor: i64,
     /// Test-only builds: the debit transaction skips the lock check (the fence), so tests
     /// and rides can show the double payments it prevents. Never in a shipped binary.
     #[cfg(feature = "unfenced")]
@@ -29,13 +39,74 @@ impl Default for ServerConfig {
             lock_timeout: Duration::from_secs(60),
             gateway_delay: Duration::from_millis(5),
             test_api: true,
+            test_api_token: None,
+            allow_hosts: Vec::new(),
+            limits: Limits::default(),
+            quotas: crate::quota::QuotaLimits::default(),
+            // 10^17 minor units: 10^5 x the largest test deposit, 10^-2 x i64::MAX.
+            max_balance_minor: 100_000_000_000_000_000,
             #[cfg(feature = "unfenced")]
             unfenced: false,
         }
     }
 }
 
+/// What one client may hold of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// A request's headers must arrive within this (also closes idle keep-alive connections).
+    pub header_read_timeout: Duration,
+    /// A request must be answered within this, or it gets 503 with `Retry-After`.
+    pub request_timeout: Duration,
+    /// Open connections at most; more are answered 503 and closed.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(10),
+            // Above the longest injected gateway delay a test uses, below a client's patience.
+            request_timeout: Duration::from_secs(60),
+            max_connections: 1024,
+        }
+    }
+}
+
+/// A secret value whose `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps `value`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value itself, for the one place that compares it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
 impl ServerConfig {
+    /// Why this configuration must not serve on `listen`, if it must not: the test API
+    /// mints money, so beyond loopback it needs a token.
+    pub fn refuse_listen(&self, listen: std::net::SocketAddr) -> Option<String> {
+        (self.test_api && self.test_api_token.is_none() && !listen.ip().is_loopback()).then(|| {
+            format!(
+                "refusing to serve the test API on {listen} without --test-api-token \
+                 (or pass --no-test-api)"
+            )
+        })
+    }
+
     /// This configuration with the fence switched off, in a test-only build (feature
     /// `unfenced`); any other build refuses, so a shipped binary can never run unfenced.
     pub fn without_fence(self) -> Result<Self, String> {

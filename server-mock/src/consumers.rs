@@ -103,7 +103,7 @@ fn send_sms(tx: &Connection, event: &TransferDone, now_ms: i64) -> Result<(), Db
         "sendonce: you received {} {} from {} (ref {})",
         format_minor(event.amount_minor),
         event.currency,
-        sender.as_deref().unwrap_or("a sendonce user"),
+        sms_name(sender.as_deref()),
         event.transfer_id
     );
     tx.prepare_cached(
@@ -111,6 +111,21 @@ fn send_sms(tx: &Connection, event: &TransferDone, now_ms: i64) -> Result<(), Db
     )?
     .execute(params![event.to_user_id, event.transfer_id, text, now_ms])?;
     Ok(())
+}
+
+/// The sender's name as an SMS may show it: at most 40 characters, nothing but printable
+/// text (names are checked when stored; this also covers rows stored before that check).
+fn sms_name(name: Option<&str>) -> String {
+    let clean: String = name
+        .unwrap_or_default()
+        .chars()
+        .filter(|&c| !crate::http::forbidden_char(c))
+        .take(40)
+        .collect();
+    match clean.trim() {
+        "" => "a sendonce user".to_string(),
+        t => t.to_string(),
+    }
 }
 
 /// `12345` → `123.45` (two-decimal currencies such as BDT).

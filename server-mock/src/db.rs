@@ -36,6 +36,8 @@ pub enum DbError {
 pub struct Db {
     conn: Arc<Mutex<Connection>>,
     reader: Arc<Mutex<Connection>>,
+    /// Authentication's own reader: a long read (a test listing) never delays it.
+    auth: Arc<Mutex<Connection>>,
     jobs: mpsc::Sender<Job>,
 }
 
@@ -66,19 +68,23 @@ type Job = (
 impl Db {
     /// Opens (creating if needed) the database at `path` or in memory for `:memory:`.
     pub fn open(path: &str) -> Result<Self, DbError> {
-        let (conn, reader) = if path == ":memory:" {
+        let (conn, reader, auth) = if path == ":memory:" {
             let conn = Arc::new(Mutex::new(Self::configure(Connection::open_in_memory()?)?));
-            (Arc::clone(&conn), conn)
+            (Arc::clone(&conn), Arc::clone(&conn), conn)
         } else {
+            create_private(path)?;
             let conn = Self::configure(Connection::open(path)?)?;
-            let reader = Connection::open_with_flags(
-                path,
-                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )?;
-            reader.busy_timeout(std::time::Duration::from_secs(5))?;
-            reader.set_prepared_statement_cache_capacity(64);
-            (Arc::new(Mutex::new(conn)), Arc::new(Mutex::new(reader)))
+            let reader = || -> Result<_, DbError> {
+                let r = Connection::open_with_flags(
+                    path,
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                r.busy_timeout(std::time::Duration::from_secs(5))?;
+                r.set_prepared_statement_cache_capacity(64);
+                Ok(Arc::new(Mutex::new(r)))
+            };
+            (Arc::new(Mutex::new(conn)), reader()?, reader()?)
         };
         let (jobs, queue) = mpsc::channel();
         let writer = Arc::clone(&conn);
@@ -86,7 +92,12 @@ impl Db {
             .name("db-writer".into())
             .spawn(move || group_writer(&writer, &queue))
             .map_err(|e| DbError::Task(e.to_string()))?;
-        Ok(Self { conn, reader, jobs })
+        Ok(Self {
+            conn,
+            reader,
+            auth,
+            jobs,
+        })
     }
 
     /// Pragmas and schema for the writer connection.
@@ -164,6 +175,15 @@ impl Db {
             .map_err(|_| DbError::Task("database writer dropped the job".into()))?
     }
 
+    /// Runs read-only `f` on authentication's own reader connection.
+    pub async fn read_auth<R, F>(&self, f: F) -> Result<R, DbError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
+    {
+        Self::run(Arc::clone(&self.auth), f).await
+    }
+
     /// Runs read-only `f` with the reader connection (never waits for a writer's fsync).
     pub async fn read<R, F>(&self, f: F) -> Result<R, DbError>
     where
@@ -184,6 +204,21 @@ impl Db {
         })
         .await
         .map_err(|e| DbError::Task(e.to_string()))?
+    }
+}
+
+/// Creates the database file readable by its owner only (0600) before SQLite opens it:
+/// it holds every user's ledger and token hashes, and SQLite gives the `-wal` and `-shm`
+/// files the main file's mode. An existing file keeps the mode its owner gave it.
+fn create_private(path: &str) -> Result<(), DbError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(DbError::Task(format!("cannot create {path}: {e}"))),
     }
 }
 
@@ -395,5 +430,29 @@ mod tests {
         let c = Db::configure(Connection::open(&path).unwrap()).unwrap();
         assert!(ledger::balance_mismatches(&c).unwrap().is_empty());
         assert_eq!(ledger::balance(&c, "u1").unwrap(), 100);
+    }
+}
+
+#[cfg(test)]
+mod auth_reader_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn authentication_does_not_wait_behind_the_listing_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("a.db").display().to_string()).unwrap();
+        // A long listing holds the reader connection...
+        let held = Arc::clone(&db.reader);
+        let guard = std::thread::spawn(move || {
+            let _g = Db::lock(&held);
+            std::thread::sleep(std::time::Duration::from_secs(30));
+        });
+        // ...and authentication still reads at once, on its own connection.
+        let n: i64 = db
+            .read_auth(|c| Ok(c.query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0))?))
+            .await
+            .unwrap();
+        assert_eq!(n, 0);
+        drop(guard); // the sleeping thread is detached; the test does not wait for it
     }
 }

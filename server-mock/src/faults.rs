@@ -5,6 +5,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// Longest injected delay: long enough for any lease test, short enough that a typo
+/// (or u64::MAX) cannot hang every transfer for good.
+pub const MAX_DELAY_MS: u64 = 300_000;
+
 /// The fault switches as the test API reads and writes them.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct FaultSettings {
@@ -103,8 +107,16 @@ impl Faults {
         f(&mut guard)
     }
 
-    /// Merges a patch; rates must lie in [0, 1].
+    /// Merges a patch; rates must lie in [0, 1], delays at most [`MAX_DELAY_MS`].
     pub fn apply(&self, patch: FaultPatch) -> Result<FaultSettings, String> {
+        for (name, delay) in [
+            ("gateway_delay_ms", patch.gateway_delay_ms),
+            ("slow_gateway_ms", patch.slow_gateway_ms),
+        ] {
+            if delay.is_some_and(|d| d > MAX_DELAY_MS) {
+                return Err(format!("{name} must be at most {MAX_DELAY_MS} (5 minutes)"));
+            }
+        }
         for (name, rate) in [
             ("error_503_rate", patch.error_503_rate),
             (

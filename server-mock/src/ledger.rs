@@ -120,6 +120,7 @@ pub fn deposit(
     currency: &str,
     now_ms: i64,
 ) -> Result<(), DbError> {
+    check_room(conn, user_id, amount)?;
     conn.prepare_cached(
         "INSERT INTO ledger (user_id, kind, amount_minor, currency, created_at_ms)
          VALUES (?1, 'deposit', ?2, ?3, ?4)",
@@ -149,8 +150,20 @@ pub fn insert_debit(conn: &Connection, t: &TransferRecord, hash: &[u8]) -> rusql
     Ok(())
 }
 
+/// Refuses an entry that would take `user_id`'s balance past i64 (SQLite would silently
+/// store the sum as a float, and every later read of the balance would fail).
+fn check_room(conn: &Connection, user_id: &str, amount: i64) -> Result<(), DbError> {
+    match balance(conn, user_id)?.checked_add(amount) {
+        Some(_) => Ok(()),
+        None => Err(DbError::Task(format!(
+            "refused: the balance of {user_id} would overflow"
+        ))),
+    }
+}
+
 /// Credits the recipient of a transfer (the wallet consumer's effect).
 pub fn insert_credit(conn: &Connection, t: &TransferRecord, now_ms: i64) -> Result<(), DbError> {
+    check_room(conn, &t.to_user_id, t.amount_minor)?;
     conn.prepare_cached(
         "INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, counterparty,
                              currency, note, created_at_ms)
@@ -227,13 +240,13 @@ pub struct EntryJson {
     pub created_at: String,
 }
 
-/// Every ledger entry, oldest first.
-pub fn all_entries(conn: &Connection) -> Result<Vec<EntryJson>, DbError> {
-    let mut stmt = conn.prepare(
+/// Ledger entries after `after` (an entry id), oldest first, at most `limit`.
+pub fn entries_page(conn: &Connection, after: i64, limit: i64) -> Result<Vec<EntryJson>, DbError> {
+    let mut stmt = conn.prepare_cached(
         "SELECT entry_id, user_id, kind, amount_minor, transfer_id, idem_key, created_at_ms
-         FROM ledger ORDER BY entry_id",
+         FROM ledger WHERE entry_id > ?1 ORDER BY entry_id LIMIT ?2",
     )?;
-    let rows = stmt.query_map([], |r| {
+    let rows = stmt.query_map(rusqlite::params![after, limit], |r| {
         Ok(EntryJson {
             entry_id: r.get(0)?,
             user_id: r.get(1)?,

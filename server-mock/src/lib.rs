@@ -3,6 +3,7 @@
 //! `start` opens the SQLite database, starts the relay and the reaper, and serves the
 //! HTTP API; see README.md for the endpoints.
 
+pub mod auth;
 pub mod clock;
 pub mod config;
 pub mod consumers;
@@ -14,6 +15,7 @@ pub mod idempotency;
 pub mod ledger;
 pub mod outbox;
 pub mod problem;
+pub mod quota;
 pub mod reaper;
 mod schema;
 pub mod serve;
@@ -28,7 +30,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinHandle;
 
-pub use config::{parse_duration, ServerConfig};
+pub use config::{parse_duration, Secret, ServerConfig};
 pub use http::MAX_BODY_BYTES;
 
 use clock::Clock;
@@ -49,6 +51,8 @@ pub struct AppState {
     pub instance: String,
     /// When this process started; lock ages are measured from it, never from the wall clock.
     started: Instant,
+    /// Per-user request and key quotas.
+    pub quotas: quota::Quotas,
     /// Largest transfer amount accepted now (the test API can lower it).
     max_amount_minor: AtomicI64,
     /// Wakes the relay (a transfer committed, a replay was requested).
@@ -66,6 +70,7 @@ impl AppState {
         let db = Db::open(&config.db)?;
         Ok(Arc::new(Self {
             faults: Faults::new(config.gateway_delay),
+            quotas: quota::Quotas::new(config.quotas),
             instance: uuid::Uuid::new_v4().simple().to_string(),
             started: Instant::now(),
             max_amount_minor: AtomicI64::new(transfer::MAX_AMOUNT_MINOR),
@@ -102,6 +107,15 @@ impl AppState {
         limit
     }
 
+    /// What the money transaction enforces for a request the gateway did (or did not) authorise.
+    pub(crate) fn rules(&self, authorised: transfer::Authorised) -> transfer::Rules {
+        transfer::Rules {
+            fenced: self.fenced(),
+            authorised,
+            max_balance: self.config.max_balance_minor,
+        }
+    }
+
     /// Whether the debit transaction checks the lock (always, unless a test-only build
     /// switched the fence off to show what it prevents).
     pub fn fenced(&self) -> bool {
@@ -127,6 +141,9 @@ pub enum ServerError {
     /// The listen address could not be bound.
     #[error("cannot listen: {0}")]
     Io(#[from] std::io::Error),
+    /// The configuration is unsafe on this address.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// The HTTP router for `app` (without the connection-dropping accept loop).
@@ -174,6 +191,9 @@ impl Drop for RunningServer {
 
 /// Opens the database, binds `listen` (port 0 allowed) and serves until `shutdown`.
 pub async fn start(config: ServerConfig, listen: SocketAddr) -> Result<RunningServer, ServerError> {
+    if let Some(why) = config.refuse_listen(listen) {
+        return Err(ServerError::Refused(why));
+    }
     let app = tokio::task::spawn_blocking(move || AppState::open(config))
         .await
         .map_err(|e| DbError::Task(e.to_string()))??;
@@ -181,7 +201,12 @@ pub async fn start(config: ServerConfig, listen: SocketAddr) -> Result<RunningSe
     let addr = listener.local_addr()?;
     let (shutdown, rx) = watch::channel(false);
     let tasks = vec![
-        tokio::spawn(serve::serve(listener, router(app.clone()), rx.clone())),
+        tokio::spawn(serve::serve(
+            listener,
+            router(app.clone()),
+            app.config.limits,
+            rx.clone(),
+        )),
         tokio::spawn(outbox::run(app.clone(), rx.clone())),
         tokio::spawn(reaper::run(app.clone(), rx)),
     ];

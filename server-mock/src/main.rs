@@ -30,6 +30,30 @@ struct Args {
     /// Do not mount the /v1/test and /v1/bench endpoints.
     #[arg(long)]
     no_test_api: bool,
+    /// Bearer token the test API requires; needed to serve it beyond loopback.
+    #[arg(long, env = "SENDONCE_TEST_API_TOKEN", hide_env_values = true)]
+    test_api_token: Option<String>,
+    /// A host name the test API answers besides loopback ones (repeatable).
+    #[arg(long = "allow-host")]
+    allow_hosts: Vec<String>,
+    /// A request's headers must arrive within this; also closes idle keep-alive connections.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    header_read_timeout: Duration,
+    /// Longest time to answer a request (then 503 with Retry-After).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    request_timeout: Duration,
+    /// Open connections at most; more get 503 and are closed.
+    #[arg(long, default_value_t = 1024)]
+    max_connections: usize,
+    /// Transfer requests per user per second, sustained (then 429 with Retry-After).
+    #[arg(long, default_value_t = 100.0)]
+    rate_limit: f64,
+    /// Transfer requests per user allowed at once above the rate.
+    #[arg(long, default_value_t = 200.0)]
+    rate_burst: f64,
+    /// New idempotency keys per user per hour.
+    #[arg(long, default_value_t = 20_000)]
+    keys_per_hour: u32,
     /// Test-only builds (feature `unfenced`): move money even when the key's lock was lost.
     #[arg(long, hide = true)]
     unsafe_no_fence: bool,
@@ -50,12 +74,31 @@ async fn main() -> ExitCode {
         eprintln!("--key-window must be longer than --lock-timeout");
         return ExitCode::from(2);
     }
+    let rate_ok = |r: f64| r.is_finite() && (0.001..=1e6).contains(&r);
+    if !rate_ok(args.rate_limit) || !rate_ok(args.rate_burst) || args.rate_burst < 1.0 {
+        eprintln!("--rate-limit must be 0.001-1e6 per second and --rate-burst 1-1e6");
+        return ExitCode::from(2);
+    }
+    // The update is needed in test-only builds (one more field: the fence switch).
+    #[allow(clippy::needless_update)]
     let config = ServerConfig {
         db: args.db,
         key_window: args.key_window,
         lock_timeout: args.lock_timeout,
         gateway_delay: args.gateway_delay,
         test_api: !args.no_test_api,
+        test_api_token: args.test_api_token.map(server_mock::Secret::new),
+        allow_hosts: args.allow_hosts,
+        limits: server_mock::config::Limits {
+            header_read_timeout: args.header_read_timeout,
+            request_timeout: args.request_timeout,
+            max_connections: args.max_connections.max(1),
+        },
+        quotas: server_mock::quota::QuotaLimits {
+            requests_per_second: args.rate_limit,
+            burst: args.rate_burst,
+            keys_per_hour: args.keys_per_hour,
+        },
         ..ServerConfig::default()
     };
     let config = match args.unsafe_no_fence {

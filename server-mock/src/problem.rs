@@ -71,6 +71,17 @@ impl Problem {
         p
     }
 
+    /// 429 `rate_limited` with `Retry-After` (a quota ran out; retry later, same key).
+    pub fn rate_limited(what: &str, retry_after: u32) -> Self {
+        let mut p = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!("{what}; retry after {retry_after} s with the same key"),
+        );
+        p.retry_after = Some(retry_after);
+        p
+    }
+
     /// 422 `idempotency_key_reused`.
     pub fn key_reused() -> Self {
         Self::new(

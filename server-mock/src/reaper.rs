@@ -55,12 +55,12 @@ pub async fn pass(app: &App) -> Result<Pass, DbError> {
         app.mono_ms().saturating_sub(timeout_ms),
     );
     let stuck = app.db.read(move |c| stuck_keys(c, &me, cutoff)).await?;
-    let fenced = app.fenced();
+    let rules = app.rules(transfer::Authorised::Yes);
     for key in stuck {
         let now = app.clock.now_ms();
         let outcome = app
             .db
-            .write(Durability::Full, move |c| resolve(c, &key, now, fenced))
+            .write(Durability::Full, move |c| resolve(c, &key, now, rules))
             .await?;
         match outcome {
             Resolved::Completed => p.completed += 1,
@@ -155,7 +155,7 @@ fn resolve(
     conn: &mut Connection,
     s: &Stuck,
     now_ms: i64,
-    fenced: bool,
+    rules: transfer::Rules,
 ) -> Result<Resolved, DbError> {
     if !idempotency::holds(conn, &s.user, &s.key, &s.lock_id)? {
         return Ok(Resolved::Moved);
@@ -172,7 +172,7 @@ fn resolve(
         // Authorised: finish it as its holder would have, so the key is never released
         // into a second authorisation. The holder, if still alive, is fenced out.
         (Some(_), Some(record)) => {
-            transfer::commit_transfer(conn, &record, &s.hash, &s.lock_id, fenced)?;
+            transfer::commit_transfer(conn, &record, &s.hash, &s.lock_id, rules)?;
             Ok(Resolved::Finished)
         }
         _ => {
@@ -202,6 +202,11 @@ mod tests {
 
     #[tokio::test]
     async fn ledger_then_gateway_decide_and_only_expired_leases_count() {
+        let rules = transfer::Rules {
+            fenced: true,
+            authorised: transfer::Authorised::Yes,
+            max_balance: i64::MAX / 2,
+        };
         let db = Db::open(":memory:").unwrap();
         let record = TransferRecord {
             transfer_id: "tr_1".into(),
@@ -232,7 +237,7 @@ mod tests {
                 assert_eq!(names, ["authorised", "moved", "nothing"], "fresh lease kept");
                 stuck
                     .iter()
-                    .map(|s| Ok((s.key.clone(), resolve(c, s, 2_000, true)?)))
+                    .map(|s| Ok((s.key.clone(), resolve(c, s, 2_000, rules)?)))
                     .collect::<Result<Vec<_>, DbError>>()
             })
             .await

@@ -5,12 +5,14 @@ use rusqlite::Connection;
 use crate::db::DbError;
 
 pub(crate) const SCHEMA: &str = r#"
+-- `token` holds "sha256:" + the hex SHA-256 of the bearer token, never the token itself.
 CREATE TABLE IF NOT EXISTS users (
-    user_id       TEXT PRIMARY KEY,
-    token         TEXT NOT NULL UNIQUE,
-    display_name  TEXT NOT NULL,
-    currency      TEXT NOT NULL,
-    created_at_ms INTEGER NOT NULL
+    user_id             TEXT PRIMARY KEY,
+    token               TEXT NOT NULL UNIQUE,
+    display_name        TEXT NOT NULL,
+    currency            TEXT NOT NULL,
+    created_at_ms       INTEGER NOT NULL,
+    token_expires_at_ms INTEGER
 );
 
 -- The primary key decides races between concurrent first requests.
@@ -156,8 +158,35 @@ CREATE TABLE IF NOT EXISTS bench_plain (
 /// Creates every table (idempotent) and runs the migrations.
 pub(crate) fn create(conn: &Connection) -> Result<(), DbError> {
     migrate_key_lease(conn)?;
+    migrate_token_hashes(conn)?;
     conn.execute_batch(SCHEMA)?;
     migrate_balances(conn)
+}
+
+/// Files made before tokens were hashed: adds the expiry column and replaces every
+/// plaintext token by its hash (the tokens keep working; the file no longer holds them).
+fn migrate_token_hashes(conn: &Connection) -> Result<(), DbError> {
+    let cols: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('users')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    if cols.is_empty() {
+        return Ok(()); // a new file: SCHEMA creates the table as it should be
+    }
+    if !cols.iter().any(|c| c == "token_expires_at_ms") {
+        conn.execute_batch("ALTER TABLE users ADD COLUMN token_expires_at_ms INTEGER")?;
+    }
+    let plain: Vec<(String, String)> = conn
+        .prepare("SELECT user_id, token FROM users WHERE token NOT LIKE 'sha256:%'")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    for (user, token) in plain {
+        conn.execute(
+            "UPDATE users SET token = ?2 WHERE user_id = ?1",
+            rusqlite::params![user, crate::auth::token_hash(&token)],
+        )?;
+    }
+    Ok(())
 }
 
 /// Adds the lease and body columns to a key table made before them. Old rows get an

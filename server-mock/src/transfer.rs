@@ -113,6 +113,15 @@ pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTr
             "note is longer than {MAX_NOTE_CHARS} characters"
         )));
     }
+    if parsed
+        .note
+        .as_ref()
+        .is_some_and(|n| n.chars().any(crate::http::forbidden_char))
+    {
+        return Err(Problem::invalid(
+            "note must not contain control or bidi characters",
+        ));
+    }
     if parsed.to_user_id == caller.user_id {
         return Err(Problem::invalid("a transfer to yourself is not allowed"));
     }
@@ -184,6 +193,13 @@ async fn run(
                 .unwrap_or_else(|| problem.into()))
         }
     };
+    // A key not seen before counts against the user's keys per hour (nothing is stored
+    // when it runs out: the retry, with the same key, is a first request again).
+    if let Err(wait) = app.quotas.new_key(&caller.user_id) {
+        return Ok(
+            Problem::rate_limited("too many new keys from this user this hour", wait).into(),
+        );
+    }
     let lock_id = uuid::Uuid::new_v4().simple().to_string();
     match claim(app, caller, key, body, hash, &lock_id).await? {
         Claim::Acquired => {}
@@ -194,6 +210,13 @@ async fn run(
         // A real crash between the phases: no unwinding, no cleanup, no response.
         tracing::error!(key, "fault crash_after_key_insert: aborting the process");
         std::process::abort();
+    }
+
+    // A definitive 402 never costs a gateway call: a balance that does not cover the amount
+    // now goes straight to the commit, which stores the 402 (or, if a credit arrived
+    // meanwhile, moves nothing unauthorised and asks for a retry).
+    if !covers(app, caller, transfer.amount_minor).await? {
+        return commit(app, caller, key, hash, &transfer, &lock_id, Authorised::No).await;
     }
 
     // (2) Gateway step, idempotent on the key and persisted: repeating it after a crash or
@@ -213,7 +236,7 @@ async fn run(
                 tracing::error!(key, "fault crash_after_gateway: aborting the process");
                 std::process::abort();
             }
-            commit(app, caller, key, hash, &transfer, &lock_id).await
+            commit(app, caller, key, hash, &transfer, &lock_id, Authorised::Yes).await
         }
         Err(e) => Err(e),
     };
@@ -318,6 +341,34 @@ async fn claim(
         .await
 }
 
+/// What the money transaction enforces besides the ledger's own constraints.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rules {
+    /// Check the lock first (always, but in a test-only unfenced build).
+    pub fenced: bool,
+    /// Whether the gateway authorised the payment.
+    pub authorised: Authorised,
+    /// Highest balance a recipient may reach (far below i64::MAX, so credits in flight
+    /// can never overflow a balance into a float).
+    pub max_balance: i64,
+}
+
+/// Whether the gateway authorised the payment before the commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Authorised {
+    /// It did: the commit may move money.
+    Yes,
+    /// The balance pre-check skipped it: the commit may only store a 402.
+    No,
+}
+
+/// Whether the caller's balance covers `amount` now (a read; the commit decides).
+async fn covers(app: &App, caller: &Caller, amount: i64) -> Result<bool, DbError> {
+    let user = caller.user_id.clone();
+    let balance = app.db.read(move |c| ledger::balance(c, &user)).await?;
+    Ok(balance >= amount)
+}
+
 /// (3) The money transaction, fenced by `lock_id`.
 async fn commit(
     app: &App,
@@ -326,6 +377,7 @@ async fn commit(
     hash: &[u8],
     transfer: &ValidTransfer,
     lock_id: &str,
+    authorised: Authorised,
 ) -> Result<Answer, DbError> {
     let record = TransferRecord {
         transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
@@ -337,10 +389,10 @@ async fn commit(
         created_at_ms: app.clock.now_ms(),
         idempotency_key: key.to_string(),
     };
-    let (hash, lock, fenced) = (hash.to_vec(), lock_id.to_string(), app.fenced());
+    let (hash, lock, rules) = (hash.to_vec(), lock_id.to_string(), app.rules(authorised));
     app.db
         .write(Durability::Full, move |c| {
-            commit_transfer(c, &record, &hash, &lock, fenced)
+            commit_transfer(c, &record, &hash, &lock, rules)
         })
         .await
 }
@@ -377,18 +429,21 @@ pub(crate) fn commit_transfer(
     record: &TransferRecord,
     hash: &[u8],
     lock_id: &str,
-    fenced: bool,
+    rules: Rules,
 ) -> Result<Answer, DbError> {
     let mut tx = conn.savepoint()?;
     let (user, key) = (
         record.from_user_id.as_str(),
         record.idempotency_key.as_str(),
     );
-    if fenced && !idempotency::holds(&tx, user, key, lock_id)? {
+    if rules.fenced && !idempotency::holds(&tx, user, key, lock_id)? {
         tracing::warn!(key, "lock lost before the debit: nothing moved");
         return Ok(Problem::key_in_use().into());
     }
     let balance = ledger::balance(&tx, user)?;
+    let recipient_full = ledger::balance(&tx, &record.to_user_id)?
+        .checked_add(record.amount_minor)
+        .is_none_or(|b| b > rules.max_balance);
     let sp = tx.savepoint()?;
     match ledger::insert_debit(&sp, record, hash) {
         Err(e) if is_unique_violation(&e) => {
@@ -424,6 +479,26 @@ pub(crate) fn commit_transfer(
             idempotency::complete(&tx, user, key, lock_id, 402, &body)?;
             tx.commit()?;
             Ok(problem.into())
+        }
+        Ok(()) if recipient_full => {
+            drop(sp);
+            let problem = Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "recipient_balance_limit",
+                "the recipient's balance would exceed the highest balance a wallet may hold",
+            );
+            let body = problem.body_bytes();
+            idempotency::complete(&tx, user, key, lock_id, 422, &body)?;
+            tx.commit()?;
+            Ok(problem.into())
+        }
+        Ok(()) if rules.authorised == Authorised::No => {
+            // Money arrived since the pre-check: no debit without the gateway. The retry
+            // runs the whole path.
+            drop(sp);
+            idempotency::release(&tx, user, key, lock_id)?;
+            tx.commit()?;
+            Ok(Problem::key_in_use().into())
         }
         Ok(()) => {
             sp.commit()?;

@@ -71,6 +71,10 @@ pub struct RideArgs {
     /// Probability per transfer that the phone's clock is changed by 1-6 hours, forwards or backwards.
     #[arg(long, default_value_t = 0.02, value_parser = parse_rate)]
     pub clock_jump_rate: f64,
+    /// Probability per answer that an intermediary replaces it with a captive portal's 200 HTML page or a
+    /// proxy's 404 text page (POSTs and look-ups).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub proxy_garbage_rate: f64,
     /// Fraction of phones stranded for a day before the network returns (crosses the 24 h give-up horizon).
     #[arg(long, default_value_t = 0.1, value_parser = parse_rate)]
     pub stranded: f64,
@@ -119,6 +123,7 @@ impl RideArgs {
             double_tap_rate: self.double_tap_rate,
             impatient_rate: self.impatient_rate,
             clock_jump_rate: self.clock_jump_rate,
+            proxy_garbage_rate: self.proxy_garbage_rate,
             stranded_rate: self.stranded,
             speed: self.speed,
             think_mean_ms: (self.think_secs * 1000) as i64,

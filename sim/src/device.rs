@@ -11,6 +11,7 @@ use sendonce::{
     TransferRequest, TransferState,
 };
 
+use crate::proxy::GarbageProxy;
 use crate::rng::Rng;
 use crate::tap::{SharedWireLog, Tap};
 
@@ -42,6 +43,8 @@ pub struct Plan {
     pub impatient_rate: f64,
     /// Probability per transfer that the phone's clock is changed by 1-6 h either way.
     pub clock_jump_rate: f64,
+    /// Probability per answer that an intermediary replaces it with a portal or proxy page.
+    pub proxy_garbage_rate: f64,
     /// Mean simulated time between two transfers of one user (ms).
     pub think_mean_ms: i64,
     /// Simulated ms per real ms.
@@ -182,7 +185,16 @@ impl Device {
             .request_timeout(REAL_REQUEST_TIMEOUT)
             .unsafe_new_key_per_retry(self.plan.new_key_per_retry)
             .build()?;
-        let tap = Arc::new(Tap::new(self.wire.clone(), REAL_REQUEST_TIMEOUT)?);
+        let tap = Tap::new(self.wire.clone(), REAL_REQUEST_TIMEOUT)?;
+        // A fresh stream per open, so a reopened phone does not repeat the same pages.
+        let stream = self.index as u64 * 1_000 + u64::from(self.kills);
+        let tap = Arc::new(GarbageProxy::new(
+            tap,
+            self.wire.clone(),
+            self.plan.proxy_garbage_rate,
+            self.plan.seed,
+            stream,
+        ));
         let sdk =
             tokio::task::spawn_blocking(move || Sdk::open_with_transport(config, tap)).await??;
         sdk.add_listener(self.log.clone());

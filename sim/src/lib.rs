@@ -3,7 +3,9 @@
 
 pub mod checker;
 pub mod cli;
+pub mod dashboard;
 pub mod device;
+pub mod proxy;
 pub mod report;
 pub mod ride;
 pub mod rng;

@@ -95,6 +95,10 @@ pub struct Report {
     pub server_kills: u64,
     /// Server wall-clock jumps during the ride.
     pub server_clock_jumps: u64,
+    /// Status look-ups by the users' web dashboards (slow requests only).
+    pub dashboard_look_ups: u64,
+    /// Answers an intermediary replaced with a portal or proxy page.
+    pub proxy_garbage: u64,
     /// Confirm to success, median (phones whose clock jumped excluded).
     pub time_to_confirm_p50_ms: i64,
     /// Confirm to success, 99th percentile (phones whose clock jumped excluded).
@@ -197,8 +201,8 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "network faults   {} lost responses, {} lost requests, {} timeouts, {} duplicated, {} refused in tunnels",
-            self.lost_responses, self.lost_requests, self.timeouts, self.duplicated, self.offline_refusals
+            "network faults   {} lost responses, {} lost requests, {} timeouts, {} duplicated, {} refused in tunnels, {} portal/proxy pages",
+            self.lost_responses, self.lost_requests, self.timeouts, self.duplicated, self.offline_refusals, self.proxy_garbage
         );
         let _ = writeln!(
             o,
@@ -211,10 +215,11 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "server faults    {} SIGKILLs + restarts, {} clock jumps, slow gateway rate {}{}",
+            "server faults    {} SIGKILLs + restarts, {} clock jumps, slow gateway rate {} ({} dashboard look-ups of slow requests){}",
             self.server_kills,
             self.server_clock_jumps,
             self.slow_gateway_rate,
+            self.dashboard_look_ups,
             if self.unfenced {
                 " (UNFENCED test build)"
             } else {

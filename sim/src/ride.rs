@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use sendonce::{Clock, NetworkProfile, SimClock, SystemClock, TransferState};
 
 use crate::checker::{check, PhoneView, ServerView};
+use crate::dashboard;
 use crate::device::{needed_attention, Device, Plan, CURRENCY};
 use crate::report::{percentile, Report};
 use crate::rng::Rng;
@@ -34,6 +35,8 @@ pub struct RideConfig {
     pub impatient_rate: f64,
     /// Probability per transfer that the phone's clock is changed by 1-6 h either way.
     pub clock_jump_rate: f64,
+    /// Probability per answer that an intermediary replaces it (a 200 HTML page or a 404 text page).
+    pub proxy_garbage_rate: f64,
     /// Fraction of phones stranded for a day (their clock jumps past the give-up horizon).
     pub stranded_rate: f64,
     /// Simulated ms per real ms.
@@ -62,6 +65,7 @@ impl Default for RideConfig {
             double_tap_rate: 0.2,
             impatient_rate: 0.05,
             clock_jump_rate: 0.02,
+            proxy_garbage_rate: 0.0,
             stranded_rate: 0.1,
             speed: 200.0,
             think_mean_ms: 45_000,
@@ -87,6 +91,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     let dir = tempfile::tempdir().context("temp dir")?;
     let mut server = RideServer::start(&dir.path().join("server.db"), &cfg.server).await?;
     let api = TestApi::new(server.base_url())?;
+    let api_base = server.base_url();
 
     let mut rng = Rng::new(cfg.seed, 0);
     let pool = api.create_user("recipient pool", 0, CURRENCY).await?;
@@ -133,6 +138,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         double_tap_rate: cfg.double_tap_rate,
         impatient_rate: cfg.impatient_rate,
         clock_jump_rate: cfg.clock_jump_rate,
+        proxy_garbage_rate: cfg.proxy_garbage_rate,
         think_mean_ms: cfg.think_mean_ms,
         speed: cfg.speed,
         new_key_per_retry: cfg.new_key_per_retry,
@@ -179,18 +185,30 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         }));
     }
     // Meanwhile the server is broken now and then (kills, clock jumps) until the phones are done.
+    // With gateway steps slower than the lock, the user's web dashboard also reads the keys
+    // of slow requests: the second reader that sees a lost lease.
     let (stop, stopped) = tokio::sync::oneshot::channel();
+    let (stop_dashboard, dashboard_stopped) = tokio::sync::oneshot::channel();
     let phones = async move {
         let mut devices = Vec::new();
         for task in tasks {
             devices.push(task.await??);
         }
-        drop(stop);
+        drop((stop, stop_dashboard));
         anyhow::Ok(devices)
     };
     let chaos = server::chaos(&mut server, &api, &cfg.server, &faults, cfg.seed, stopped);
-    let (devices, chaos) = tokio::join!(phones, chaos);
-    let (devices, chaos) = (devices?, chaos?);
+    let dashboard = async {
+        if cfg.server.slow_gateway_rate > 0.0 {
+            let after = cfg.server.lock_timeout() + std::time::Duration::from_millis(100);
+            dashboard::watch(wire.clone(), api_base.clone(), after, dashboard_stopped).await
+        } else {
+            Ok(0)
+        }
+    };
+    let (devices, chaos, dashboard) = tokio::join!(phones, chaos, dashboard);
+    let (devices, mut chaos, dashboard) = (devices?, chaos?, dashboard?);
+    chaos.dashboard_look_ups = dashboard;
     let ride_sim_ms = ride_clock.now_ms() - start_ms;
     probing.store(false, std::sync::atomic::Ordering::Relaxed);
     let mut lags = lag_probe.await.unwrap_or_default();
@@ -348,6 +366,8 @@ fn build_report(
         unfenced: cfg.server.unfenced,
         server_kills: chaos.kills,
         server_clock_jumps: chaos.clock_jumps,
+        dashboard_look_ups: chaos.dashboard_look_ups,
+        proxy_garbage: wire.garbage,
         time_to_confirm_p50_ms: percentile(&ttc, 50.0),
         time_to_confirm_p99_ms: percentile(&ttc, 99.0),
         simulated_ride_ms: ride_sim_ms,

@@ -38,7 +38,7 @@ impl ServerFaults {
     }
 
     /// The lock timeout: short when gateway steps are to outlive it.
-    fn lock_timeout(&self) -> Duration {
+    pub fn lock_timeout(&self) -> Duration {
         if self.slow_gateway_rate > 0.0 {
             Duration::from_millis(300)
         } else {
@@ -195,6 +195,8 @@ pub struct Chaos {
     pub kills: u64,
     /// Server clock jumps.
     pub clock_jumps: u64,
+    /// Look-ups by the user's web dashboard (see `dashboard`).
+    pub dashboard_look_ups: u64,
 }
 
 /// Breaks the server every [`TICK`] until `stop` fires: SIGKILL + restart, clock jumps

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sendonce::transport::{
     BoxFuture, HttpRequest, HttpResponse, HttpTransport, Method, Transport, TransportError,
@@ -33,6 +33,61 @@ pub struct WireLog {
     pub transport_errors: u64,
     /// Every key sent, with the bodies sent under it (more than one body is a bug).
     pub keys: HashMap<String, Vec<KeyUse>>,
+    /// Every answer the server gave about a key (invariant 6 checks them against the ledger).
+    pub answers: Vec<KeyAnswer>,
+    /// Answers an intermediary replaced with a portal or proxy page (`--proxy-garbage-rate`).
+    pub garbage: u64,
+    /// POSTs on the wire now: key → (sent at, the `Authorization` it carried).
+    pub in_flight: HashMap<String, (Instant, String)>,
+}
+
+/// One answer the server gave about a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyAnswer {
+    /// The idempotency key.
+    pub key: String,
+    /// HTTP status.
+    pub status: u16,
+    /// The problem's `code`, if any.
+    pub code: Option<String>,
+    /// The transfer it names, if any.
+    pub transfer_id: Option<String>,
+    /// A status look-up (not a POST).
+    pub look_up: bool,
+}
+
+impl KeyAnswer {
+    /// What `response` says about `key`.
+    pub fn new(key: &str, response: &HttpResponse, look_up: bool) -> Self {
+        let json: serde_json::Value = serde_json::from_slice(&response.body).unwrap_or_default();
+        let text = |field: &str| json.get(field).and_then(|v| v.as_str()).map(str::to_string);
+        Self {
+            key: key.to_string(),
+            status: response.status,
+            code: text("code"),
+            transfer_id: text("transfer_id"),
+            look_up,
+        }
+    }
+
+    /// The server said no money moved under the key: a 402, or its `transfer_not_found`.
+    pub fn says_not_moved(&self) -> bool {
+        self.status == 402
+            || (self.status == 404 && self.code.as_deref() == Some("transfer_not_found"))
+    }
+}
+
+/// The key a request is about: its `Idempotency-Key`, or a look-up's query.
+fn key_of(request: &HttpRequest) -> Option<String> {
+    if request.method == Method::Get {
+        let query = request.url.split_once("idempotency_key=")?.1;
+        return Some(query.split('&').next().unwrap_or_default().to_string());
+    }
+    request
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
+        .map(|(_, v)| v.clone())
 }
 
 impl WireLog {
@@ -75,12 +130,14 @@ impl Tap {
             return;
         }
         log.posts += 1;
-        let key = request
-            .headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
-            .map(|(_, v)| v.clone());
-        if let Some(key) = key {
+        if let Some(key) = key_of(request) {
+            let auth = request
+                .headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            log.in_flight.insert(key.clone(), (Instant::now(), auth));
             let note = serde_json::from_slice::<serde_json::Value>(&request.body)
                 .ok()
                 .and_then(|v| v.get("note").and_then(|n| n.as_str()).map(str::to_string));
@@ -95,10 +152,18 @@ impl Tap {
         }
     }
 
-    fn after(&self, answer: &Result<HttpResponse, TransportError>) {
+    fn after(&self, request: &HttpRequest, answer: &Result<HttpResponse, TransportError>) {
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        let key = key_of(request);
+        let look_up = request.method == Method::Get;
+        if let (Some(key), false) = (&key, look_up) {
+            log.in_flight.remove(key);
+        }
         match answer {
             Ok(response) => {
+                if let Some(key) = &key {
+                    log.answers.push(KeyAnswer::new(key, response, look_up));
+                }
                 *log.statuses.entry(response.status).or_default() += 1;
                 if response
                     .header("idempotent-replayed")
@@ -116,8 +181,14 @@ impl Transport for Tap {
     fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, TransportError>> {
         Box::pin(async move {
             self.before(&request);
+            let sent = HttpRequest {
+                method: request.method,
+                url: request.url.clone(),
+                headers: request.headers.clone(),
+                body: Vec::new(),
+            };
             let answer = self.inner.send(request).await;
-            self.after(&answer);
+            self.after(&sent, &answer);
             answer
         })
     }

@@ -33,6 +33,8 @@ pub struct Entry {
 /// One notification.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Sms {
+    /// Its id (listings are paged by it).
+    pub sms_id: i64,
     /// Recipient of the SMS.
     pub user_id: String,
     /// Transfer it announces.
@@ -137,14 +139,39 @@ impl TestApi {
             .balance_minor)
     }
 
-    /// Every ledger entry.
+    /// Every ledger entry (page by page).
     pub async fn ledger(&self) -> Result<Vec<Entry>> {
-        self.get("/v1/test/ledger", None).await
+        self.all_pages("/v1/test/ledger", |e: &Entry| e.entry_id)
+            .await
     }
 
-    /// Every SMS sent.
+    /// Every SMS sent (page by page).
     pub async fn sms(&self) -> Result<Vec<Sms>> {
-        self.get("/v1/test/sms", None).await
+        self.all_pages("/v1/test/sms", |s: &Sms| s.sms_id).await
+    }
+
+    /// Follows a paged test listing (`?after=ID&limit=N`) to its end.
+    async fn all_pages<T: for<'de> Deserialize<'de>>(
+        &self,
+        path: &str,
+        id: impl Fn(&T) -> i64,
+    ) -> Result<Vec<T>> {
+        const LIMIT: usize = 5_000;
+        let mut all = Vec::new();
+        let mut after = 0;
+        loop {
+            let page: Vec<T> = self
+                .get(&format!("{path}?after={after}&limit={LIMIT}"), None)
+                .await?;
+            let done = page.len() < LIMIT;
+            if let Some(last) = page.last() {
+                after = id(last);
+            }
+            all.extend(page);
+            if done {
+                return Ok(all);
+            }
+        }
     }
 
     /// Switches the server's own faults on: 503s, responses dropped after commit, duplicate deliveries.

@@ -101,5 +101,47 @@ fn a_ride_against_a_broken_server_holds_every_invariant() {
     assert_eq!(code, 0, "ride failed: {r:#}\n{stderr}");
     assert_eq!(r["invariants_ok"], true);
     assert_eq!(r["slow_gateway_rate"], 0.2);
-    assert!(r["server_kills"].is_u64() && r["server_clock_jumps"].is_u64(), "{r:#}");
+    assert!(
+        r["server_kills"].is_u64() && r["server_clock_jumps"].is_u64(),
+        "{r:#}"
+    );
+}
+/// The same ride against a server without the fence (test-only build, feature server-mock/unfenced): the
+/// users' dashboards look up slow requests after their lease ran out and are told "not found", and then
+/// those requests debit. The checker must see it.
+#[test]
+fn the_unfenced_server_is_caught() {
+    let mut args = SERVER_FAULTS.to_vec();
+    args.extend(["--seed", "3", "--unsafe-no-fence"]);
+    let (code, r, stderr) = ride(&args);
+    assert_eq!(
+        code, 1,
+        "the unfenced server must fail the ride: {r:#}\n{stderr}"
+    );
+    assert_eq!(r["unfenced"], true);
+    assert!(
+        stderr.contains("FAIL server agrees with its ledger")
+            && stderr.contains("but the ledger has debit"),
+        "no clear message on stderr: {stderr}"
+    );
+}
+
+/// An intermediary answers in the server's place now and then (a portal's 200 HTML, a proxy's 404
+/// text), and the phones' clocks jump often: only the server's own answers end a transfer.
+#[test]
+fn portal_and_proxy_pages_never_end_a_transfer() {
+    let (code, r, stderr) = ride(&[
+        "--proxy-garbage-rate",
+        "0.05",
+        "--clock-jump-rate",
+        "0.2",
+        "--seed",
+        "11",
+    ]);
+    assert_eq!(code, 0, "ride failed: {r:#}\n{stderr}");
+    assert!(
+        r["proxy_garbage"].as_u64().unwrap() > 0,
+        "no page was injected: {r:#}"
+    );
+    assert_eq!(r["invariants_ok"], true);
 }

@@ -146,3 +146,4 @@ pub async fn outcome(sdk: &Sdk, id: &str) -> sendonce::Transfer {
         .expect("no outcome within 30 s")
         .unwrap()
 }
+pub mod scripted;

@@ -47,15 +47,30 @@ struct Profile {
     display_name: String,
 }
 
-/// Checks a short human-entered text field.
-pub(crate) fn check_text(field: &str, value: &str, max_chars: usize) -> Result<(), Problem> {
-    let n = value.trim().chars().count();
+/// Validates a stored name and returns the value to store: trimmed, 1..=`max_chars`
+/// characters, no control characters or bidi overrides (they would reach SMS texts).
+pub(crate) fn clean_text(field: &str, value: &str, max_chars: usize) -> Result<String, Problem> {
+    let trimmed = value.trim();
+    let n = trimmed.chars().count();
     if n == 0 || n > max_chars {
         return Err(Problem::invalid(format!(
             "{field} must have 1 to {max_chars} characters"
         )));
     }
-    Ok(())
+    if let Some(bad) = trimmed.chars().find(|&c| forbidden_char(c)) {
+        return Err(Problem::invalid(format!(
+            "{field} must not contain control or bidi characters (found U+{:04X})",
+            u32::from(bad)
+        )));
+    }
+    Ok(trimmed.to_string())
+}
+
+/// Control characters (newlines included) and the bidi controls that can make a text read
+/// differently from what it says (U+061C, U+200E/F, U+202A-E, U+2066-9).
+pub(crate) fn forbidden_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `PUT /v1/profile`: a SET, so repeating it changes nothing and needs no key.
@@ -64,8 +79,8 @@ pub async fn put_profile(State(app): State<App>, req: Request) -> Result<Respons
     let caller = authenticate(&app, &parts.headers).await?;
     require_json(&parts.headers)?;
     let body: ProfileBody = parse_json(&read_body(&parts.headers, body).await?)?;
-    check_text("display_name", &body.display_name, 100)?;
-    let (user, name) = (caller.user_id.clone(), body.display_name.clone());
+    let display_name = clean_text("display_name", &body.display_name, 100)?;
+    let (user, name) = (caller.user_id.clone(), display_name.clone());
     app.db
         .call(move |c| {
             c.execute(
@@ -80,7 +95,7 @@ pub async fn put_profile(State(app): State<App>, req: Request) -> Result<Respons
         StatusCode::OK,
         &Profile {
             user_id: caller.user_id,
-            display_name: body.display_name,
+            display_name,
         },
     ))
 }
@@ -99,6 +114,9 @@ struct Beneficiary {
     created_at: String,
 }
 
+/// Beneficiaries one user may keep.
+pub const MAX_BENEFICIARIES: i64 = 200;
+
 /// `POST /v1/beneficiaries`: UNIQUE (user, phone) turns a repeat into 200 with the original.
 pub async fn post_beneficiary(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let (parts, body) = req.into_parts();
@@ -116,18 +134,28 @@ pub async fn post_beneficiary(State(app): State<App>, req: Request) -> Result<Re
             "phone must be 3 to 20 digits, optionally after +",
         ));
     }
-    check_text("name", &body.name, 100)?;
+    let name = clean_text("name", &body.name, 100)?;
     let id = format!("ben_{}", uuid::Uuid::now_v7().simple());
     let now = app.clock.now_ms();
     let user = caller.user_id;
-    let (created, row) = app
+    let outcome = app
         .db
         .call(move |c| {
+            // A cap per user, so beneficiaries cannot grow without bound; a repeat of an
+            // existing phone is still answered with its record.
+            let (count, exists): (i64, bool) = c.query_row(
+                "SELECT COUNT(*), COALESCE(SUM(phone = ?2), 0) > 0 FROM beneficiaries WHERE user_id = ?1",
+                params![user, phone],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            if count >= MAX_BENEFICIARIES && !exists {
+                return Ok(None);
+            }
             // The unique constraint decides; the select only reads the winner.
             let inserted = c.execute(
                 "INSERT INTO beneficiaries (beneficiary_id, user_id, phone, name, created_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (user_id, phone) DO NOTHING",
-                params![id, user, phone, body.name, now],
+                params![id, user, phone, name, now],
             )?;
             let row = c
                 .query_row(
@@ -144,10 +172,17 @@ pub async fn post_beneficiary(State(app): State<App>, req: Request) -> Result<Re
                     },
                 )
                 .optional()?;
-            Ok((inserted == 1, row))
+            Ok(Some((inserted == 1, row)))
         })
         .await
         .map_err(Problem::internal)?;
+    let Some((created, row)) = outcome else {
+        return Err(Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "beneficiary_limit",
+            format!("at most {MAX_BENEFICIARIES} beneficiaries per user"),
+        ));
+    };
     let row = row.ok_or_else(|| Problem::internal("beneficiary vanished after insert"))?;
     let status = if created {
         StatusCode::CREATED

@@ -1,7 +1,10 @@
 //! HTTP surface: routing, authentication and request-reading helpers.
 
 mod account;
+pub mod guard;
 mod openapi;
+
+pub(crate) use account::forbidden_char;
 mod test_api;
 mod transfers;
 
@@ -36,12 +39,16 @@ pub fn router(app: App) -> Router {
         .route("/v1/transfers/{transfer_id}", get(transfers::get_by_id))
         .route("/openapi.json", get(openapi::openapi));
     if app.config.test_api {
-        routes = routes.merge(test_api::routes());
+        routes = routes.merge(
+            test_api::routes()
+                .route_layer(middleware::from_fn_with_state(app.clone(), guard::test_api)),
+        );
     }
     routes
         .fallback(fallback)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(app.clone(), fault_503))
+        .layer(middleware::from_fn_with_state(app.clone(), deadline))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(on_panic))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(app)
@@ -62,6 +69,23 @@ async fn method_not_allowed() -> Problem {
 /// A bug must cost one 500, never the process.
 fn on_panic(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     Problem::internal("handler panicked").into_response()
+}
+
+/// Every request is answered within the request timeout: past it, 503 with `Retry-After`.
+/// A transfer's own work runs in a task of its own and goes on; the retry gets its outcome.
+async fn deadline(State(app): State<App>, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(app.config.limits.request_timeout, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => {
+            let mut p = Problem::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "request_timeout",
+                "the request took longer than the server's request timeout; retry with the same key",
+            );
+            p.retry_after = Some(1);
+            p.into_response()
+        }
+    }
 }
 
 /// The 503 fault: answered before anything is read or written. Test endpoints are exempt
@@ -94,19 +118,21 @@ pub(crate) async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Calle
         })
         .filter(|t| !t.is_empty())
         .ok_or_else(Problem::unauthenticated)?;
+    let (hash, now) = (crate::auth::token_hash(&token), app.clock.now_ms());
     let found = app
         .db
-        .read(move |c| {
-            Ok(
-                c.prepare_cached("SELECT user_id, currency FROM users WHERE token = ?1")?
-                    .query_row(params![token], |r| {
-                        Ok(Caller {
-                            user_id: r.get(0)?,
-                            currency: r.get(1)?,
-                        })
-                    })
-                    .optional()?,
-            )
+        .read_auth(move |c| {
+            Ok(c.prepare_cached(
+                "SELECT user_id, currency FROM users WHERE token = ?1
+                     AND (token_expires_at_ms IS NULL OR token_expires_at_ms > ?2)",
+            )?
+            .query_row(params![hash, now], |r| {
+                Ok(Caller {
+                    user_id: r.get(0)?,
+                    currency: r.get(1)?,
+                })
+            })
+            .optional()?)
         })
         .await
         .map_err(Problem::internal)?;

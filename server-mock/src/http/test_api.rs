@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::Path;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -29,6 +30,7 @@ pub fn routes() -> Router<App> {
     Router::new()
         .route("/v1/test/users", post(create_user))
         .route("/v1/test/users/{user_id}", delete(remove_user))
+        .route("/v1/test/users/{user_id}/revoke", post(revoke_token))
         .route("/v1/test/limits", put(put_limits))
         .route(
             "/v1/test/faults",
@@ -63,6 +65,9 @@ struct NewUser {
     display_name: String,
     balance_minor: i64,
     currency: String,
+    /// How long the token lives (default 30 days of server time).
+    #[serde(default)]
+    token_ttl_ms: Option<i64>,
 }
 
 #[derive(Serialize)]
@@ -73,7 +78,7 @@ struct CreatedUser {
 
 async fn create_user(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let body: NewUser = parse_json(&body_of(req).await?)?;
-    super::account::check_text("display_name", &body.display_name, 100)?;
+    let display_name = super::account::clean_text("display_name", &body.display_name, 100)?;
     if !(0..=transfer::MAX_AMOUNT_MINOR * 1000).contains(&body.balance_minor) {
         return Err(Problem::invalid(
             "balance_minor must be between 0 and 10^15",
@@ -87,14 +92,30 @@ async fn create_user(State(app): State<App>, req: Request) -> Result<Response, P
     let user_id = format!("usr_{}", uuid::Uuid::new_v4().simple());
     let token = format!("tok_{}", uuid::Uuid::new_v4().simple());
     let now = app.clock.now_ms();
-    let (u, t) = (user_id.clone(), token.clone());
+    let ttl = body
+        .token_ttl_ms
+        .unwrap_or(crate::auth::DEFAULT_TOKEN_TTL_MS);
+    if !(1..=10 * crate::auth::DEFAULT_TOKEN_TTL_MS * 12).contains(&ttl) {
+        return Err(Problem::invalid(
+            "token_ttl_ms must be between 1 ms and ten years",
+        ));
+    }
+    let (u, t) = (user_id.clone(), crate::auth::token_hash(&token));
     app.db
         .call(move |c| {
             let tx = c.transaction()?;
             tx.execute(
-                "INSERT INTO users (user_id, token, display_name, currency, created_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![u, t, body.display_name, body.currency, now],
+                "INSERT INTO users (user_id, token, display_name, currency, created_at_ms,
+                                    token_expires_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    u,
+                    t,
+                    display_name,
+                    body.currency,
+                    now,
+                    now.saturating_add(ttl)
+                ],
             )?;
             // The opening balance is a ledger entry: balance is always the ledger's sum.
             if body.balance_minor > 0 {
@@ -114,24 +135,46 @@ async fn remove_user(
     State(app): State<App>,
     Path(user_id): Path<String>,
 ) -> Result<Response, Problem> {
-    let removed = app
+    change_user(
+        &app,
+        "DELETE FROM users WHERE user_id = ?1",
+        user_id,
+        "removed",
+    )
+    .await
+}
+
+/// Revokes a user's token: every request with it is 401 from now on.
+async fn revoke_token(
+    State(app): State<App>,
+    Path(user_id): Path<String>,
+) -> Result<Response, Problem> {
+    let sql = "UPDATE users SET token_expires_at_ms = 0 WHERE user_id = ?1";
+    change_user(&app, sql, user_id, "revoked").await
+}
+
+/// Runs `sql` on one user's row; 404 when there is no such user.
+async fn change_user(
+    app: &App,
+    sql: &'static str,
+    user_id: String,
+    done: &str,
+) -> Result<Response, Problem> {
+    let changed = app
         .db
         .write(Durability::Full, move |c| {
-            Ok(c.execute("DELETE FROM users WHERE user_id = ?1", params![user_id])?)
+            Ok(c.execute(sql, params![user_id])?)
         })
         .await
         .map_err(Problem::internal)?;
-    if removed == 0 {
+    if changed == 0 {
         return Err(Problem::new(
             StatusCode::NOT_FOUND,
             "user_not_found",
             "no such user",
         ));
     }
-    Ok(json(
-        StatusCode::OK,
-        &serde_json::json!({ "removed": removed }),
-    ))
+    Ok(json(StatusCode::OK, &serde_json::json!({ done: true })))
 }
 
 #[derive(Deserialize)]
@@ -165,10 +208,43 @@ async fn get_faults(State(app): State<App>) -> Response {
     json(StatusCode::OK, &app.faults.settings())
 }
 
-async fn get_ledger(State(app): State<App>) -> Result<Response, Problem> {
+/// `?after=ID&limit=N`: one page of a listing, so no read holds the reader (or the
+/// server's memory) for long. Ask again with the last id until a page comes back short.
+#[derive(Deserialize)]
+struct Page {
+    #[serde(default)]
+    after: i64,
+    #[serde(default = "Page::default_limit")]
+    limit: i64,
+}
+
+impl Page {
+    const MAX: i64 = 10_000;
+
+    fn default_limit() -> i64 {
+        1_000
+    }
+
+    fn parse(query: Result<Query<Page>, QueryRejection>) -> Result<(i64, i64), Problem> {
+        let Query(p) = query.map_err(|e| Problem::invalid(e.body_text()))?;
+        if !(1..=Self::MAX).contains(&p.limit) {
+            return Err(Problem::invalid(format!(
+                "limit must be 1 to {}",
+                Self::MAX
+            )));
+        }
+        Ok((p.after, p.limit))
+    }
+}
+
+async fn get_ledger(
+    State(app): State<App>,
+    query: Result<Query<Page>, QueryRejection>,
+) -> Result<Response, Problem> {
+    let (after, limit) = Page::parse(query)?;
     let entries = app
         .db
-        .read(|c| ledger::all_entries(c))
+        .read(move |c| ledger::entries_page(c, after, limit))
         .await
         .map_err(Problem::internal)?;
     Ok(json(StatusCode::OK, &entries))
@@ -182,13 +258,19 @@ struct Sms {
     text: String,
 }
 
-async fn get_sms(State(app): State<App>) -> Result<Response, Problem> {
+async fn get_sms(
+    State(app): State<App>,
+    query: Result<Query<Page>, QueryRejection>,
+) -> Result<Response, Problem> {
+    let (after, limit) = Page::parse(query)?;
     let sms = app
         .db
-        .read(|c| {
-            let mut stmt =
-                c.prepare("SELECT sms_id, user_id, transfer_id, text FROM sms ORDER BY sms_id")?;
-            let rows = stmt.query_map([], |r| {
+        .read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT sms_id, user_id, transfer_id, text FROM sms
+                 WHERE sms_id > ?1 ORDER BY sms_id LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![after, limit], |r| {
                 Ok(Sms {
                     sms_id: r.get(0)?,
                     user_id: r.get(1)?,

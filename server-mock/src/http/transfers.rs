@@ -22,6 +22,13 @@ use crate::App;
 /// Header carrying the client's idempotency key.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
+/// One request from the caller's quota, or 429.
+fn take_request(app: &App, caller: &transfer::Caller) -> Result<(), Problem> {
+    app.quotas
+        .request(&caller.user_id)
+        .map_err(|wait| Problem::rate_limited("too many requests from this user", wait))
+}
+
 /// Reads the single `Idempotency-Key` header.
 fn key_from(headers: &HeaderMap) -> Result<String, Problem> {
     let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
@@ -51,6 +58,7 @@ pub async fn post_transfer(State(app): State<App>, req: Request) -> Result<Respo
     let (parts, body) = req.into_parts();
     let kill = parts.extensions.get::<ConnKill>().cloned();
     let caller = authenticate(&app, &parts.headers).await?;
+    take_request(&app, &caller)?;
     require_json(&parts.headers)?;
     let key = key_from(&parts.headers)?;
     let bytes = read_body(&parts.headers, body).await?.to_vec();
@@ -145,6 +153,7 @@ pub async fn get_by_id(
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let caller = authenticate(&app, &headers).await?;
+    take_request(&app, &caller)?;
     let Path(transfer_id) = path.map_err(|e| Problem::invalid(e.body_text()))?;
     let record = app
         .db
@@ -163,6 +172,7 @@ pub async fn get_by_key(
     headers: HeaderMap,
 ) -> Result<Response, Problem> {
     let caller = authenticate(&app, &headers).await?;
+    take_request(&app, &caller)?;
     let Query(query) = query.map_err(|e| Problem::invalid(e.body_text()))?;
     let raw = query
         .get("idempotency_key")

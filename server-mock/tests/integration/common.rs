@@ -167,6 +167,34 @@ impl TestServer {
         })
     }
 
+    /// Starts a POST whose answer is collected later.
+    pub fn post_in_background(
+        &self,
+        user: &User,
+        key: &str,
+        body: &str,
+    ) -> tokio::task::JoinHandle<Resp> {
+        let (client, url, token, key, body) = (
+            self.client.clone(),
+            self.url.clone(),
+            user.token.clone(),
+            key.to_string(),
+            body.to_string(),
+        );
+        tokio::spawn(async move {
+            let r = client
+                .post(format!("{url}/v1/transfers"))
+                .bearer_auth(token)
+                .header("idempotency-key", key)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .expect("send");
+            to_resp(r).await
+        })
+    }
+
     pub async fn transfer(&self, token: &str, key: Option<&str>, body: &str) -> Resp {
         self.try_transfer(token, key, body).await.expect("transfer")
     }

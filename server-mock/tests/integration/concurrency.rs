@@ -143,28 +143,7 @@ async fn attempt_slower_than_lock_timeout_still_debits_once() {
     let (a, b) = (s.user("A", 10_000).await, s.user("B", 0).await);
     let body = transfer_body(&b.id, 300);
     s.faults(json!({"gateway_delay_ms": 900})).await;
-    let slow = {
-        let (client, url, token, body) = (
-            s.client.clone(),
-            s.url.clone(),
-            a.token.clone(),
-            body.clone(),
-        );
-        tokio::spawn(async move {
-            to_resp(
-                client
-                    .post(format!("{url}/v1/transfers"))
-                    .bearer_auth(token)
-                    .header("idempotency-key", "slow")
-                    .header("content-type", "application/json")
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap(),
-            )
-            .await
-        })
-    };
+    let slow = s.post_in_background(&a, "slow", &body);
     tokio::time::sleep(Duration::from_millis(600)).await;
     // By now the reaper has released the key: this retry executes again.
     let retry = s.transfer_until_done(&a.token, "slow", &body).await;

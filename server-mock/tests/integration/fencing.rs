@@ -88,34 +88,6 @@ async fn lookup(s: &TestServer, user: &User, key: &str) -> Resp {
     .await
 }
 
-/// Starts a POST whose answer is collected later.
-fn post_in_background(
-    s: &TestServer,
-    user: &User,
-    key: &str,
-    body: &str,
-) -> tokio::task::JoinHandle<Resp> {
-    let (client, url, token, key, body) = (
-        s.client.clone(),
-        s.url.clone(),
-        user.token.clone(),
-        key.to_string(),
-        body.to_string(),
-    );
-    tokio::spawn(async move {
-        let r = client
-            .post(format!("{url}/v1/transfers"))
-            .bearer_auth(token)
-            .header("idempotency-key", key)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .expect("send");
-        to_resp(r).await
-    })
-}
-
 /// Waits until the reaper has taken every key out of `IN_PROGRESS`.
 async fn until_no_key_in_progress(s: &TestServer) {
     for _ in 0..400 {
@@ -140,7 +112,7 @@ async fn lost_lease_then_lookup(fenced: bool) -> (User, Vec<(String, Resp)>, Vec
     let (a, b) = (s.user("A", 10_000).await, s.user("B", 0).await);
     let body = transfer_body(&b.id, 500);
     s.faults(json!({"gateway_delay_ms": 4000})).await;
-    let first = post_in_background(&s, &a, "K", &body);
+    let first = s.post_in_background(&a, "K", &body);
     until_key_in_progress(&s).await;
     until_no_key_in_progress(&s).await; // the reaper released the slow request's key
     let looked = lookup(&s, &a, "K").await;
@@ -193,7 +165,7 @@ async fn lost_lease_then_402() -> (User, Vec<(String, Resp)>, Vec<Value>, Resp) 
     let (a, b) = (s.user("A", 1_000).await, s.user("B", 0).await);
     let body = transfer_body(&b.id, 800);
     s.faults(json!({"gateway_delay_ms": 3000})).await;
-    let first = post_in_background(&s, &a, "K", &body);
+    let first = s.post_in_background(&a, "K", &body);
     until_key_in_progress(&s).await;
     until_no_key_in_progress(&s).await;
     s.faults(json!({"gateway_delay_ms": 0})).await;
@@ -230,7 +202,7 @@ async fn a_server_clock_jump_cannot_expire_a_live_lease() {
     let (a, b) = (s.user("A", 10_000).await, s.user("B", 0).await);
     let body = transfer_body(&b.id, 700);
     s.faults(json!({"gateway_delay_ms": 3000})).await;
-    let first = post_in_background(&s, &a, "K", &body);
+    let first = s.post_in_background(&a, "K", &body);
     until_key_in_progress(&s).await;
     let jump = s
         .post_json("/v1/test/clock", &json!({"advance_ms": 120_000}))
@@ -408,7 +380,7 @@ async fn random_run(steps: Vec<Step>) {
             Step::Post { k, amount, gateway } => {
                 s.faults(json!({"gateway_delay_ms": gateway})).await;
                 let (key, text) = bodies.entry(k).or_insert_with(|| body(k, amount)).clone();
-                pending.push((key.clone(), post_in_background(&s, &a, &key, &text)));
+                pending.push((key.clone(), s.post_in_background(&a, &key, &text)));
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             Step::Lookup { k } => {

@@ -6,3 +6,4 @@ mod contract;
 mod fencing;
 mod properties;
 mod recovery;
+mod security;
