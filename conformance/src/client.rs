@@ -132,6 +132,7 @@ pub struct Api {
     // stack retry on its own, and the kit must see every drop itself.
     proxy_http: reqwest::Client,
     timeout: Duration,
+    test_token: Option<String>,
     log: Arc<Mutex<Vec<Exchange>>>,
 }
 
@@ -192,6 +193,7 @@ impl Api {
             http,
             proxy_http,
             timeout,
+            test_token: None,
             log: Arc::default(),
         })
     }
@@ -204,6 +206,16 @@ impl Api {
     /// Routes `Route::Proxy` calls to the chaos proxy at `base`.
     pub fn set_proxy(&mut self, base: String) {
         self.proxy_base = Some(base);
+    }
+
+    /// Sends `token` as the bearer token of test-API calls (server-mock's `--test-api-token`).
+    pub fn set_test_token(&mut self, token: Option<String>) {
+        self.test_token = token;
+    }
+
+    /// The bearer token for test-API calls, if one was given.
+    pub fn test_token(&self) -> Option<&str> {
+        self.test_token.as_deref()
     }
 
     /// The default per-request timeout.

@@ -159,7 +159,11 @@ async fn create(
     let body = json!({"display_name": format!("conformance {name}"), "balance_minor": balance, "currency": currency})
         .to_string();
     let answer = api
-        .send(Call::post("/v1/test/users", None, body.as_bytes()))
+        .send(Call::post(
+            "/v1/test/users",
+            api.test_token(),
+            body.as_bytes(),
+        ))
         .await
         .map_err(|e| SetupError::Unreachable(crate::client::error_chain(&e)))?;
     if answer.status != 201 {

@@ -38,6 +38,9 @@ pub struct Args {
     /// JSON file with the users' tokens, currencies, allowances and a recipient id.
     #[arg(long, value_name = "FILE")]
     pub fixtures: Option<PathBuf>,
+    /// Bearer token of server-mock's test API, when it was started with `--test-api-token`.
+    #[arg(long, value_name = "TOKEN", requires = "test_api")]
+    pub test_api_token: Option<String>,
     /// Bearer token of the second user (instead of the fixtures' second user or a created one).
     #[arg(long, value_name = "TOKEN")]
     pub token_b: Option<String>,
@@ -94,6 +97,7 @@ pub enum SetupError {
 pub async fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<Report, SetupError> {
     let mut api = Api::new(&args.base_url, Duration::from_millis(args.timeout_ms))
         .map_err(|e| SetupError::Local(e.to_string()))?;
+    api.set_test_token(args.test_api_token.clone());
     let acc = if args.test_api {
         fixtures::test_api_accounts(&api, &args.currency, args.token_b.as_deref()).await?
     } else {

@@ -276,3 +276,47 @@ async fn fixtures_without_the_test_api_pass_and_stay_within_the_allowance() {
     );
     srv.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_api_behind_a_token_needs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = ServerConfig {
+        db: dir.path().join("mock.db").to_string_lossy().into_owned(),
+        test_api_token: Some(server_mock::Secret::new("s3cret")),
+        ..Default::default()
+    };
+    let srv = server_mock::start(config, "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let base = srv.base_url();
+    let without =
+        Args::try_parse_from(["sendonce-conformance", "--base-url", &base, "--test-api"]).unwrap();
+    let err = sendonce_conformance::run(&without, &mut std::io::sink())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, sendonce_conformance::SetupError::TestApi(_)),
+        "{err}"
+    );
+    let with = Args::try_parse_from([
+        "sendonce-conformance",
+        "--base-url",
+        &base,
+        "--test-api",
+        "--test-api-token",
+        "s3cret",
+        "--only",
+        "replay.in-flight",
+    ])
+    .unwrap();
+    let report = sendonce_conformance::run(&with, &mut std::io::sink())
+        .await
+        .unwrap();
+    assert_eq!(
+        report.get("replay.in-flight").unwrap().status,
+        Status::Pass,
+        "{}",
+        lines(&report)
+    );
+    srv.shutdown().await;
+}

@@ -245,7 +245,7 @@ pub async fn in_flight(ctx: &Ctx) -> Outcome {
 async fn get_faults(ctx: &Ctx) -> Option<Value> {
     let a = ctx
         .api
-        .send(Call::get("/v1/test/faults", None))
+        .send(Call::get("/v1/test/faults", ctx.api.test_token()))
         .await
         .ok()?;
     a.json().filter(|_| a.status == 200)
@@ -253,7 +253,7 @@ async fn get_faults(ctx: &Ctx) -> Option<Value> {
 
 async fn set_faults(ctx: &Ctx, patch: &Value) -> anyhow::Result<()> {
     let body = patch.to_string().into_bytes();
-    let mut call = Call::post("/v1/test/faults", None, &body);
+    let mut call = Call::post("/v1/test/faults", ctx.api.test_token(), &body);
     call.method = Method::PUT;
     let a = ctx.api.send(call).await?;
     anyhow::ensure!(a.status == 200, "PUT /v1/test/faults -> {}", a.summary());
@@ -262,7 +262,7 @@ async fn set_faults(ctx: &Ctx, patch: &Value) -> anyhow::Result<()> {
 
 /// Back to what was set before the check (DELETE clears, then the old switches again).
 async fn restore_faults(ctx: &Ctx, saved: Option<Value>) {
-    let mut call = Call::get("/v1/test/faults", None);
+    let mut call = Call::get("/v1/test/faults", ctx.api.test_token());
     call.method = Method::DELETE;
     let _ = ctx.api.send(call).await;
     if let Some(Value::Object(map)) = saved {
