@@ -2,6 +2,7 @@
 
 mod account;
 pub mod guard;
+mod openapi;
 
 pub(crate) use account::forbidden_char;
 mod test_api;
@@ -35,7 +36,8 @@ pub fn router(app: App) -> Router {
             "/v1/transfers",
             post(transfers::post_transfer).get(transfers::get_by_key),
         )
-        .route("/v1/transfers/{transfer_id}", get(transfers::get_by_id));
+        .route("/v1/transfers/{transfer_id}", get(transfers::get_by_id))
+        .route("/openapi.json", get(openapi::openapi));
     if app.config.test_api {
         routes = routes.merge(
             test_api::routes()
