@@ -248,7 +248,7 @@ pub fn complete(
 /// Closes a key nothing ran under (no row, no debit): a completed row with an empty
 /// fingerprint and the given 404 answer, so the "not executed" a status look-up just said
 /// stays true — a late duplicate of the request replays it instead of moving money.
-/// Returns the row that decides: ours, or one a concurrent request claimed first.
+/// Returns `None` when this call closed the key, or the row a concurrent request wrote first.
 pub fn close_unexecuted(
     conn: &mut Connection,
     user_id: &str,
@@ -256,25 +256,30 @@ pub fn close_unexecuted(
     now_ms: i64,
     bucket_width_ms: i64,
     body: &[u8],
-) -> Result<KeyRow, DbError> {
+) -> Result<Option<KeyRow>, DbError> {
     let tx = conn.savepoint()?;
-    tx.prepare_cached(
-        "INSERT INTO idempotency_keys
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO idempotency_keys
             (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms, bucket,
              response_status, response_body)
          VALUES (?1, ?2, x'', 'completed', '', ?3, ?3, ?4, 404, ?5)
          ON CONFLICT (user_id, idem_key) DO NOTHING",
-    )?
-    .execute(params![
-        user_id,
-        key,
-        now_ms,
-        now_ms.div_euclid(bucket_width_ms),
-        body
-    ])?;
-    let row = read(&tx, user_id, key)?;
+        )?
+        .execute(params![
+            user_id,
+            key,
+            now_ms,
+            now_ms.div_euclid(bucket_width_ms),
+            body
+        ])?;
+    let row = if inserted == 1 {
+        None
+    } else {
+        read(&tx, user_id, key)?
+    };
     tx.commit()?;
-    row.ok_or_else(|| DbError::Task("key row vanished inside its transaction".into()))
+    Ok(row)
 }
 
 /// Releases (deletes) the row we own, so a retry executes from scratch.

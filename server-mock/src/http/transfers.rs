@@ -200,9 +200,15 @@ pub async fn get_by_key(
                 if let Some((record, _)) = ledger::debit_by_key(c, &caller.user_id, &key)? {
                     return Ok(Ok(record));
                 }
-                let row =
-                    idempotency::close_unexecuted(c, &caller.user_id, &key, now, width, &body)?;
-                Ok(Err(Some(row)))
+                // None: closed by this look-up, so its 404 is a first answer, not a replay.
+                Ok(Err(idempotency::close_unexecuted(
+                    c,
+                    &caller.user_id,
+                    &key,
+                    now,
+                    width,
+                    &body,
+                )?))
             })
             .await
             .map_err(Problem::internal)?;

@@ -117,6 +117,10 @@ async fn lost_lease_then_lookup(fenced: bool) -> (User, Vec<(String, Resp)>, Vec
     until_no_key_in_progress(&s).await; // the reaper released the slow request's key
     let looked = lookup(&s, &a, "K").await;
     assert_eq!(looked.code(), "transfer_not_found");
+    assert!(
+        !looked.replayed(),
+        "the look-up that closes the key gives a first answer"
+    );
     let first = first.await.unwrap();
     let late = s.transfer(&a.token, Some("K"), &body).await;
     assert_ne!(
@@ -124,6 +128,10 @@ async fn lost_lease_then_lookup(fenced: bool) -> (User, Vec<(String, Resp)>, Vec
         201,
         "the look-up closed the key: {:?}",
         late.json()
+    );
+    assert_eq!(
+        (late.code(), late.replayed()),
+        ("transfer_not_found".into(), true)
     );
     s.settle().await;
     let ledger = s.ledger().await;
