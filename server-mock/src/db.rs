@@ -18,6 +18,9 @@ pub enum DbError {
     /// The blocking task running the query failed (panicked or was cancelled).
     #[error("database task failed: {0}")]
     Task(String),
+    /// The writer's queue is full: the caller should answer 503 and let the client retry.
+    #[error("the database writer is busy")]
+    Busy,
 }
 
 /// Shared handle to the database: one writer connection and one reader connection.
@@ -38,7 +41,7 @@ pub struct Db {
     reader: Arc<Mutex<Connection>>,
     /// Authentication's own reader: a long read (a test listing) never delays it.
     auth: Arc<Mutex<Connection>>,
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::SyncSender<Job>,
 }
 
 /// How durable a write must be when its caller gets the answer.
@@ -52,6 +55,9 @@ pub enum Durability {
     /// money and is repaired by a client retry (the key claim, see `transfer::run`).
     Normal,
 }
+
+/// Write jobs that may wait for the writer (a few seconds of peak load).
+const WRITE_QUEUE: usize = 4_096;
 
 /// Most jobs run in one group transaction.
 const MAX_GROUP: usize = 128;
@@ -68,6 +74,12 @@ type Job = (
 impl Db {
     /// Opens (creating if needed) the database at `path` or in memory for `:memory:`.
     pub fn open(path: &str) -> Result<Self, DbError> {
+        Self::open_with_queue(path, WRITE_QUEUE)
+    }
+
+    /// Like [`Db::open`], with at most `queue` write jobs waiting for the writer: beyond
+    /// that, [`Db::write`] fails at once with [`DbError::Busy`] (back-pressure, not memory).
+    pub fn open_with_queue(path: &str, queue: usize) -> Result<Self, DbError> {
         let (conn, reader, auth) = if path == ":memory:" {
             let conn = Arc::new(Mutex::new(Self::configure(Connection::open_in_memory()?)?));
             (Arc::clone(&conn), Arc::clone(&conn), conn)
@@ -86,7 +98,7 @@ impl Db {
             };
             (Arc::new(Mutex::new(conn)), reader()?, reader()?)
         };
-        let (jobs, queue) = mpsc::channel();
+        let (jobs, queue) = mpsc::sync_channel(queue.max(1));
         let writer = Arc::clone(&conn);
         std::thread::Builder::new()
             .name("db-writer".into())
@@ -168,9 +180,10 @@ impl Db {
             });
             (ok, deliver)
         });
-        self.jobs
-            .send((durability, job))
-            .map_err(|_| DbError::Task("database writer stopped".into()))?;
+        self.jobs.try_send((durability, job)).map_err(|e| match e {
+            mpsc::TrySendError::Full(_) => DbError::Busy,
+            mpsc::TrySendError::Disconnected(_) => DbError::Task("database writer stopped".into()),
+        })?;
         rx.await
             .map_err(|_| DbError::Task("database writer dropped the job".into()))?
     }
@@ -454,5 +467,67 @@ mod auth_reader_tests {
             .unwrap();
         assert_eq!(n, 0);
         drop(guard); // the sleeping thread is detached; the test does not wait for it
+    }
+}
+
+#[cfg(test)]
+mod back_pressure_tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_full_write_queue_answers_busy_at_once() {
+        let db = Arc::new(Db::open_with_queue(":memory:", 1).unwrap());
+        // The first job holds the writer until released.
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+        let first = {
+            let db = Arc::clone(&db);
+            tokio::spawn(async move {
+                db.write(Durability::Full, move |_| {
+                    let _ = started_tx.send(());
+                    let _ = held.recv();
+                    Ok(())
+                })
+                .await
+            })
+        };
+        started.await.unwrap();
+        // Three more writers while the writer is held: one fits in the queue, the others are
+        // refused (try_send: they never wait for the writer).
+        let tasks: Vec<_> = (0..3)
+            .map(|i| {
+                let db = Arc::clone(&db);
+                tokio::spawn(async move { db.write(Durability::Full, move |_| Ok(i)).await })
+            })
+            .collect();
+        // Busy answers come back while the writer is still held (bounded wait, not a timing).
+        for _ in 0..10_000 {
+            if tasks.iter().filter(|t| t.is_finished()).count() >= 2 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let mut busy = 0;
+        let mut queued = Vec::new();
+        for t in tasks {
+            if t.is_finished() {
+                assert!(matches!(t.await.unwrap(), Err(DbError::Busy)));
+                busy += 1;
+            } else {
+                queued.push(t);
+            }
+        }
+        assert_eq!(busy, 2, "two writers refused while the writer was held");
+        release.send(()).unwrap();
+        first.await.unwrap().unwrap();
+        let mut ran = 0;
+        for t in queued {
+            match t.await.unwrap() {
+                Ok(_) => ran += 1,
+                Err(DbError::Busy) => busy += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!((ran, busy), (1, 2), "one queued and run, two refused");
     }
 }

@@ -91,6 +91,22 @@ impl Problem {
         )
     }
 
+    /// 503 `busy` with `Retry-After` when the writer's queue is full, else [`Problem::internal`].
+    pub fn from_db(e: crate::db::DbError) -> Self {
+        match e {
+            crate::db::DbError::Busy => {
+                let mut p = Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "busy",
+                    "the server is busy; retry with the same key",
+                );
+                p.retry_after = Some(1);
+                p
+            }
+            other => Self::internal(other),
+        }
+    }
+
     /// 500 `internal_error`; the cause is logged, never sent.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(%cause, "internal error");

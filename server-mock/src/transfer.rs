@@ -136,7 +136,7 @@ pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTr
             )
         })
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     match recipient_currency {
         None => Err(Problem::new(
             StatusCode::NOT_FOUND,
@@ -166,7 +166,7 @@ pub async fn execute(
 ) -> Answer {
     match run(&app, &caller, &key, &body, &hash).await {
         Ok(answer) => answer,
-        Err(e) => Problem::internal(e).into(),
+        Err(e) => Problem::from_db(e).into(),
     }
 }
 

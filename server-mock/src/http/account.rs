@@ -25,7 +25,7 @@ pub async fn wallet(State(app): State<App>, headers: HeaderMap) -> Result<Respon
         .db
         .read(move |c| ledger::balance(c, &user))
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     Ok(json(
         StatusCode::OK,
         &Wallet {
@@ -90,7 +90,7 @@ pub async fn put_profile(State(app): State<App>, req: Request) -> Result<Respons
             Ok(())
         })
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     Ok(json(
         StatusCode::OK,
         &Profile {
@@ -175,7 +175,7 @@ pub async fn post_beneficiary(State(app): State<App>, req: Request) -> Result<Re
             Ok(Some((inserted == 1, row)))
         })
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     let Some((created, row)) = outcome else {
         return Err(Problem::new(
             StatusCode::UNPROCESSABLE_ENTITY,

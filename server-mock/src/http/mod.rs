@@ -135,7 +135,7 @@ pub(crate) async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Calle
             .optional()?)
         })
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     found.ok_or_else(Problem::unauthenticated)
 }
 

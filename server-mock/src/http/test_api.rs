@@ -125,7 +125,7 @@ async fn create_user(State(app): State<App>, req: Request) -> Result<Response, P
             Ok(())
         })
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     Ok(json(StatusCode::CREATED, &CreatedUser { user_id, token }))
 }
 
@@ -166,7 +166,7 @@ async fn change_user(
             Ok(c.execute(sql, params![user_id])?)
         })
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     if changed == 0 {
         return Err(Problem::new(
             StatusCode::NOT_FOUND,
@@ -246,7 +246,7 @@ async fn get_ledger(
         .db
         .read(move |c| ledger::entries_page(c, after, limit))
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     Ok(json(StatusCode::OK, &entries))
 }
 
@@ -281,7 +281,7 @@ async fn get_sms(
             Ok(rows.collect::<Result<Vec<_>, _>>()?)
         })
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     Ok(json(StatusCode::OK, &sms))
 }
 
@@ -302,7 +302,7 @@ async fn replay_outbox(State(app): State<App>, req: Request) -> Result<Response,
         .db
         .call(move |c| outbox::replay_from(c, body.from_event))
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     app.relay_wake.notify_one();
     Ok(json(StatusCode::OK, &Replayed { republished }))
 }
@@ -339,7 +339,7 @@ fn stats(c: &Connection) -> Result<Stats, DbError> {
 
 /// Database counters, the gateway's included (its records survive restarts).
 async fn all_stats(app: &App) -> Result<Stats, Problem> {
-    app.db.read(|c| stats(c)).await.map_err(Problem::internal)
+    app.db.read(|c| stats(c)).await.map_err(Problem::from_db)
 }
 
 async fn get_stats(State(app): State<App>) -> Result<Response, Problem> {
@@ -401,7 +401,7 @@ struct ReapResult {
 }
 
 async fn reap(State(app): State<App>) -> Result<Response, Problem> {
-    let p = reaper::pass(&app).await.map_err(Problem::internal)?;
+    let p = reaper::pass(&app).await.map_err(Problem::from_db)?;
     Ok(json(
         StatusCode::OK,
         &ReapResult {
@@ -441,6 +441,6 @@ async fn bench_plain(State(app): State<App>, req: Request) -> Result<Response, P
             Ok(c.last_insert_rowid())
         })
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     Ok(json(StatusCode::CREATED, &PlainCreated { id }))
 }

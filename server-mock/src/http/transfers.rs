@@ -159,7 +159,7 @@ pub async fn get_by_id(
         .db
         .read(move |c| ledger::debit_by_transfer(c, &caller.user_id, &transfer_id))
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     record
         .map(|r| transfer_response(&r))
         .ok_or_else(transfer_not_found)
@@ -183,7 +183,7 @@ pub async fn get_by_key(
         .db
         .read(move |c| lookup(c, &user, &k))
         .await
-        .map_err(Problem::internal)?;
+        .map_err(Problem::from_db)?;
     if matches!(found, Err(None)) {
         // Closing writes a key row, so it counts against the keys per hour like a POST.
         app.quotas.new_key(&caller.user_id).map_err(|wait| {
@@ -211,7 +211,7 @@ pub async fn get_by_key(
                 )?))
             })
             .await
-            .map_err(Problem::internal)?;
+            .map_err(Problem::from_db)?;
     }
     match found {
         Ok(record) => Ok(transfer_response(&record)),
