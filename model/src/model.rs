@@ -38,7 +38,7 @@ impl Bound {
     pub const CI: Bound = Bound {
         name: "ci",
         phones: 1,
-        balances: &[0, 1],
+        balances: &[0, 2],
         taps: 2,
         attempts: 2,
         lookups: 2,
@@ -207,6 +207,8 @@ pub struct Protocol {
     pub mutant: Option<Mutant>,
     /// Fair mode: no faults, no taps, no look-up limit (used to drain a state for liveness).
     pub fair: bool,
+    /// Check only this property (to search for its shortest counterexample).
+    pub only: Option<&'static str>,
 }
 
 impl Protocol {
@@ -216,6 +218,7 @@ impl Protocol {
             bound,
             mutant,
             fair: false,
+            only: None,
         }
     }
 
@@ -226,12 +229,16 @@ impl Protocol {
 
     /// The same model offering only the steps of a fair, fault-free world.
     pub fn fair(&self) -> Self {
-        Self { fair: true, ..*self }
+        Self {
+            fair: true,
+            ..*self
+        }
     }
 
     fn phone_actions(&self, s: &State, p: &Phone, out: &mut Vec<Action>) {
         let id = p.id;
-        if !self.fair && p.taps_left > 0 {
+        // A tap while Send is disabled returns the same transfer and changes nothing: not a step.
+        if !self.fair && p.taps_left > 0 && crate::phone::send_enabled(self, &p.composer()) {
             out.push(Action::Tap(id));
         }
         for (i, t) in p.transfers.iter().enumerate() {
@@ -339,6 +346,10 @@ impl Model for Protocol {
             Action::AppCrash(p) => {
                 n.budget.app_crash -= 1;
                 n.phones[p as usize].crash();
+                // Its connections are gone: answers on their way to it are read by nobody.
+                n.net
+                    .msgs
+                    .retain(|m| !matches!(m, Msg::Answer { reply, .. } if reply.phone == p));
             }
             Action::Deliver(i) => crate::network::deliver(self, &mut n, i),
             Action::Drop(i) => {
@@ -369,6 +380,10 @@ impl Model for Protocol {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        crate::properties::all()
+        let mut all = crate::properties::all();
+        if let Some(name) = self.only {
+            all.retain(|p| p.name == name);
+        }
+        all
     }
 }

@@ -82,7 +82,9 @@ impl Answer {
         let problem = |status: u16, code: &str, replayed: bool, retry_after: bool| {
             let mut r = json(
                 status,
-                format!(r#"{{"type":"about:blank","status":{status},"code":"{code}","detail":""}}"#),
+                format!(
+                    r#"{{"type":"about:blank","status":{status},"code":"{code}","detail":""}}"#
+                ),
                 replayed,
             );
             r.headers[0].1 = "application/problem+json".into();
@@ -94,7 +96,9 @@ impl Answer {
         match self {
             Answer::Created { key, replayed } => json(201, transfer(key), replayed),
             Answer::Found { key } => json(200, transfer(key), false),
-            Answer::Insufficient { replayed } => problem(402, "insufficient_funds", replayed, false),
+            Answer::Insufficient { replayed } => {
+                problem(402, "insufficient_funds", replayed, false)
+            }
             Answer::NotFound { replayed } => problem(404, "transfer_not_found", replayed, false),
             Answer::InUse => problem(409, "idempotency_key_in_use", false, true),
             Answer::Reused => problem(422, "idempotency_key_reused", false, false),

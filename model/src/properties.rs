@@ -50,14 +50,20 @@ pub fn all() -> Vec<Property<Protocol>> {
         Property::sometimes("example: a look-up resolves a given-up transfer", |_, s| {
             transfers(s).any(|t| t.lookups > 0 && t.state.is_final())
         }),
-        Property::sometimes("example: a server crash and a lost lease, then success", |_, s: &State| {
-            s.budget.server_crash == 0
-                && s.budget.slow == 0
-                && transfers(s).any(|t| t.state == TransferState::Succeeded)
-        }),
-        Property::sometimes("example: an app crash mid-attempt, then success", |_, s: &State| {
-            s.budget.app_crash == 0 && transfers(s).any(|t| t.state == TransferState::Succeeded)
-        }),
+        Property::sometimes(
+            "example: a server crash and a lost lease, then success",
+            |_, s: &State| {
+                s.budget.server_crash == 0
+                    && s.budget.slow == 0
+                    && transfers(s).any(|t| t.state == TransferState::Succeeded)
+            },
+        ),
+        Property::sometimes(
+            "example: an app crash mid-attempt, then success",
+            |_, s: &State| {
+                s.budget.app_crash == 0 && transfers(s).any(|t| t.state == TransferState::Succeeded)
+            },
+        ),
     ]
 }
 
@@ -83,11 +89,7 @@ fn device_agrees(s: &State) -> bool {
 }
 
 fn no_new_key(s: &State) -> bool {
-    let body_of = |key| {
-        transfers(s)
-            .find(|t| t.keys.contains(&key))
-            .map(|t| t.body)
-    };
+    let body_of = |key| transfers(s).find(|t| t.keys.contains(&key)).map(|t| t.body);
     let sent = s.net.msgs.iter().filter_map(|m| match *m {
         Msg::Post { key, body, .. } => Some((key, body)),
         _ => None,
@@ -164,21 +166,43 @@ pub fn describe(m: &Protocol, s: &State, a: Action) -> String {
             "phone {p}: user taps Send (screen {:?})",
             composer_name(s, p)
         ),
-        Action::Begin(p, t) => format!("phone {p}: sender persists the start of an attempt on {}", key(s, p, t)),
-        Action::Send(p, t) => format!("phone {p}: POST /v1/transfers, Idempotency-Key {}", key(s, p, t)),
-        Action::Offline(p, t) => format!("phone {p}: attempt on {} finds no network (offline)", key(s, p, t)),
+        Action::Begin(p, t) => format!(
+            "phone {p}: sender persists the start of an attempt on {}",
+            key(s, p, t)
+        ),
+        Action::Send(p, t) => format!(
+            "phone {p}: POST /v1/transfers, Idempotency-Key {}",
+            key(s, p, t)
+        ),
+        Action::Offline(p, t) => format!(
+            "phone {p}: attempt on {} finds no network (offline)",
+            key(s, p, t)
+        ),
         Action::Timeout(p, t) => format!("phone {p}: request on {} times out", key(s, p, t)),
-        Action::LookUp(p, t) => format!("phone {p}: GET /v1/transfers?idempotency_key={}", key(s, p, t)),
+        Action::LookUp(p, t) => format!(
+            "phone {p}: GET /v1/transfers?idempotency_key={}",
+            key(s, p, t)
+        ),
         Action::AppCrash(p) => format!("phone {p}: app killed and reopened"),
         Action::Deliver(i) => format!("network delivers {}", msg(&s.net.msgs[i])),
         Action::Drop(i) => format!("network loses {}", msg(&s.net.msgs[i])),
         Action::Duplicate(i) => format!("network duplicates {}", msg(&s.net.msgs[i])),
         Action::Step(j) => {
             let job = s.server.jobs[j];
-            let phase = if job.authorised { "fenced commit" } else { "balance check + gateway" };
-            format!("server: request on {} (lock {}) runs its {phase}", job.key, job.lock)
+            let phase = match (job.authorised, m.is(crate::model::Mutant::NoFence)) {
+                (false, _) => "balance check + gateway",
+                (true, false) => "fenced commit",
+                (true, true) => "commit (fence removed)",
+            };
+            format!(
+                "server: request on {} (lock {}) runs its {phase}",
+                job.key, job.lock
+            )
         }
-        Action::Slow(j) => format!("server: the step of {} outlasts its lease (lease lost, request still running)", s.server.jobs[j].key),
+        Action::Slow(j) => format!(
+            "server: the step of {} outlasts its lease (lease lost, request still running)",
+            s.server.jobs[j].key
+        ),
         Action::Reap(k) => format!("reaper: resolves {k}"),
         Action::ServerCrash => "server process killed and restarted".to_string(),
     };
@@ -202,18 +226,41 @@ pub fn describe(m: &Protocol, s: &State, a: Action) -> String {
             changes.push(format!("row {k}: {}", row(r)));
         }
     }
-    for k in s.server.rows.keys().filter(|k| !n.server.rows.contains_key(k)) {
+    for k in s
+        .server
+        .rows
+        .keys()
+        .filter(|k| !n.server.rows.contains_key(k))
+    {
         changes.push(format!("row {k}: released"));
     }
     for k in n.server.gateway.difference(&s.server.gateway) {
         changes.push(format!("gateway authorises {k}"));
     }
     if n.server.ledger.len() > s.server.ledger.len() {
-        let new: Vec<_> = n.server.ledger.iter().filter(|d| !s.server.ledger.contains(d)).collect();
-        changes.push(format!("LEDGER DEBIT {}", new.iter().map(|(k, _)| k.to_string()).collect::<Vec<_>>().join(",")));
+        let new: Vec<_> = n
+            .server
+            .ledger
+            .iter()
+            .filter(|d| !s.server.ledger.contains(d))
+            .collect();
+        changes.push(format!(
+            "LEDGER DEBIT {}",
+            new.iter()
+                .map(|(k, _)| k.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
     }
-    for m1 in n.net.msgs.iter().filter(|x| matches!(x, Msg::Answer { .. })) {
-        if n.net.msgs.iter().filter(|x| *x == m1).count() > s.net.msgs.iter().filter(|x| *x == m1).count() {
+    for m1 in n
+        .net
+        .msgs
+        .iter()
+        .filter(|x| matches!(x, Msg::Answer { .. }))
+    {
+        if n.net.msgs.iter().filter(|x| *x == m1).count()
+            > s.net.msgs.iter().filter(|x| *x == m1).count()
+        {
             changes.push(format!("answers {}", msg(m1)));
         }
     }
@@ -230,13 +277,22 @@ fn key(s: &State, p: u8, t: u8) -> String {
 
 fn composer_name(s: &State, p: u8) -> String {
     let c = s.phones[p as usize].composer();
-    format!("{c:?}").split([' ', '{']).next().unwrap_or_default().to_string()
+    format!("{c:?}")
+        .split([' ', '{'])
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn row(r: &Row) -> String {
     match r {
-        Row::InProgress { lock, lease_lost, .. } => {
-            format!("IN_PROGRESS lock {lock}{}", if *lease_lost { ", lease lost" } else { "" })
+        Row::InProgress {
+            lock, lease_lost, ..
+        } => {
+            format!(
+                "IN_PROGRESS lock {lock}{}",
+                if *lease_lost { ", lease lost" } else { "" }
+            )
         }
         Row::Done { stored, .. } => format!("completed {stored:?}"),
     }
@@ -244,16 +300,32 @@ fn row(r: &Row) -> String {
 
 fn msg(m: &Msg) -> String {
     match m {
-        Msg::Post { key, reply, .. } => format!("POST {key} (from phone {}, request {})", reply.phone, reply.tag),
-        Msg::Get { key, reply } => format!("GET by key {key} (from phone {}, request {})", reply.phone, reply.tag),
+        Msg::Post { key, reply, .. } => format!(
+            "POST {key} (from phone {}, request {})",
+            reply.phone, reply.tag
+        ),
+        Msg::Get { key, reply } => format!(
+            "GET by key {key} (from phone {}, request {})",
+            reply.phone, reply.tag
+        ),
         Msg::Answer { reply, answer } => {
             let r = answer.http();
             let code = serde_json::from_slice::<serde_json::Value>(&r.body)
                 .ok()
                 .and_then(|v| v.get("code").and_then(|c| c.as_str()).map(str::to_owned))
                 .unwrap_or_default();
-            let replay = if r.header("idempotent-replayed").is_some() { " (replayed)" } else { "" };
-            format!("{} {code}{replay} to phone {} request {}", r.status, reply.phone, reply.tag)
+            let replay = if r.header("idempotent-replayed").is_some() {
+                " (replayed)"
+            } else {
+                ""
+            };
+            let what = format!("{} {code}{replay}", r.status);
+            format!(
+                "{} to phone {} request {}",
+                what.trim_end(),
+                reply.phone,
+                reply.tag
+            )
         }
     }
 }

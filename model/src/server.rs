@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::{Key, Mutant, Protocol, State};
 use crate::network::{Answer, Msg, Reply};
+use crate::phone::Wire;
 
 /// What a completed key row answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -119,7 +120,15 @@ impl Server {
     pub fn reapable(&self) -> Vec<Key> {
         self.rows
             .iter()
-            .filter(|(_, r)| matches!(r, Row::InProgress { lease_lost: true, .. }))
+            .filter(|(_, r)| {
+                matches!(
+                    r,
+                    Row::InProgress {
+                        lease_lost: true,
+                        ..
+                    }
+                )
+            })
             .map(|(k, _)| *k)
             .collect()
     }
@@ -232,7 +241,12 @@ fn fenced(m: &Protocol) -> bool {
 /// Sends an answer and records what it said about the key.
 fn answer(s: &mut State, key: Key, reply: Reply, answer: Answer) {
     s.record_said(answer.said(key));
-    s.net.push(Msg::Answer { reply, answer });
+    // Said either way; but an answer nobody waits for (the phone timed out, or was killed) is not
+    // put on the wire, which spares the checker the orderings of its arrival.
+    let t = &s.phones[reply.phone as usize].transfers[reply.transfer as usize];
+    if t.tag == reply.tag && matches!(t.wire, Wire::Awaiting { .. }) {
+        s.net.push(Msg::Answer { reply, answer });
+    }
 }
 
 fn replay(stored: Stored, key: Key) -> Answer {
