@@ -153,7 +153,7 @@ fn steps(model: &Protocol, path: Path<State, Action>) -> Vec<String> {
         .collect()
 }
 
-const USAGE: &str = "usage: sendonce-model check [--bound ci|deep] [--mutant no-fence|new-key-per-retry|resend-in-waiting]";
+const USAGE: &str = "usage: sendonce-model check [--bound ci|deep|pair] [--mutant no-fence|new-key-per-retry|resend-in-waiting]";
 
 /// Runs the CLI on these arguments; returns the exit code (0 all pass, 1 a failure, 2 bad usage).
 pub fn main(args: Vec<String>) -> i32 {

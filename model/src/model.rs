@@ -48,12 +48,26 @@ impl Bound {
         server_crashes: 1,
     };
 
-    /// The deeper bound documented in the README: two phones of one user racing for one balance.
+    /// The deeper bound documented in the README: longer retries, more faults, three opening balances.
     pub const DEEP: Bound = Bound {
         name: "deep",
+        phones: 1,
+        balances: &[0, 1, 2],
+        taps: 2,
+        attempts: 3,
+        lookups: 2,
+        net_faults: 3,
+        slow_steps: 2,
+        app_crashes: 1,
+        server_crashes: 1,
+    };
+
+    /// Two phones of one user racing for a balance of 1, with a small fault budget.
+    pub const PAIR: Bound = Bound {
+        name: "pair",
         phones: 2,
         balances: &[1],
-        taps: 2,
+        taps: 1,
         attempts: 2,
         lookups: 1,
         net_faults: 2,
@@ -67,6 +81,7 @@ impl Bound {
         match name {
             "ci" => Some(Self::CI),
             "deep" => Some(Self::DEEP),
+            "pair" => Some(Self::PAIR),
             _ => None,
         }
     }
