@@ -373,7 +373,7 @@ impl Model for Protocol {
             }
             Action::Duplicate(i) => {
                 n.budget.net -= 1;
-                let m = n.net.msgs[i].clone();
+                let m = n.net.msgs[i];
                 n.net.push(m);
             }
             Action::Step(j) => crate::server::step(self, &mut n, j),

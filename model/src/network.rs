@@ -182,3 +182,53 @@ pub fn deliver(m: &Protocol, s: &mut State, i: usize) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use sendonce::{classify, Verdict};
+
+    use super::*;
+
+    const KEY: Key = Key { phone: 0, n: 0 };
+
+    fn verdict(a: Answer) -> Verdict {
+        classify(&Ok(a.http()), &KEY.wire())
+    }
+
+    #[test]
+    fn the_sdk_reads_each_encoded_answer_as_the_contract_says() {
+        for a in [
+            Answer::Created {
+                key: KEY,
+                replayed: false,
+            },
+            Answer::Created {
+                key: KEY,
+                replayed: true,
+            },
+            Answer::Found { key: KEY },
+        ] {
+            assert!(matches!(verdict(a), Verdict::Succeeded { .. }), "{a:?}");
+        }
+        for a in [
+            Answer::Insufficient { replayed: false },
+            Answer::NotFound { replayed: true },
+        ] {
+            assert!(matches!(verdict(a), Verdict::Rejected(_)), "{a:?}");
+        }
+        assert_eq!(
+            verdict(Answer::InUse),
+            Verdict::Retry {
+                retry_after_ms: Some(1000),
+                error: "409 the first attempt is still running on the server".into()
+            }
+        );
+        assert!(matches!(verdict(Answer::Reused), Verdict::Failed(_)));
+        // A transfer that names another key proves nothing for this one.
+        let other = Answer::Created {
+            key: Key { phone: 0, n: 1 },
+            replayed: false,
+        };
+        assert!(matches!(verdict(other), Verdict::Retry { .. }));
+    }
+}

@@ -335,3 +335,46 @@ fn is_replay(r: &HttpResponse) -> bool {
     r.header("idempotent-replayed")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_real_schedule_gives_up_after_the_bound_s_attempts() {
+        let at = |attempts: u32| {
+            let input = ScheduleInput {
+                created_at_ms: 0,
+                attempts,
+                last_attempt_at_ms: (attempts as i64 - 1) * STEP_MS as i64,
+                retry_after_ms: None,
+                jitter_seed: 7,
+            };
+            next_attempt(&policy(3), &input)
+        };
+        assert_eq!(at(1), NextAttempt::At(1_000));
+        assert_eq!(at(2), NextAttempt::At(2_000));
+        assert_eq!(at(3), NextAttempt::GiveUp);
+    }
+
+    #[test]
+    fn send_is_disabled_while_waiting_unless_the_mutant_is_on() {
+        let mut phone = Phone::new(0, 2);
+        let sound = Protocol::new(crate::model::Bound::CI, None);
+        let mutant = Protocol::new(crate::model::Bound::CI, Some(Mutant::ResendInWaiting));
+        assert!(send_enabled(&sound, &phone.composer()));
+        phone.transfers.push(Transfer {
+            keys: vec![Key { phone: 0, n: 0 }],
+            body: 0,
+            state: TransferState::Retrying,
+            attempts: 1,
+            lookups: 0,
+            tag: 1,
+            wire: Wire::Idle,
+            first_final: None,
+        });
+        assert!(matches!(phone.composer(), ComposerState::Waiting { .. }));
+        assert!(!send_enabled(&sound, &phone.composer()));
+        assert!(send_enabled(&mutant, &phone.composer()));
+    }
+}
