@@ -5,7 +5,10 @@ use std::time::{Duration, Instant};
 use stateright::{Checker, Expectation, HasDiscoveries, Model, Path};
 
 use crate::model::{Action, Bound, Mutant, Protocol, State};
-use crate::properties::describe;
+use crate::properties::{describe, drain, DRAIN_LIMIT, LIVENESS};
+
+/// Fair-world steps printed after a liveness counterexample.
+const FAIR_STEPS_SHOWN: usize = 16;
 
 /// How one property came out.
 #[derive(Debug, Clone)]
@@ -143,7 +146,29 @@ pub fn shortest(bound: Bound, mutant: Option<Mutant>, name: &'static str) -> Opt
         .finish_when(HasDiscoveries::AnyOf([name].into()))
         .spawn_bfs()
         .join();
-    checker.discovery(name).map(|path| steps(&model, path))
+    let path = checker.discovery(name)?;
+    let last = path.last_state().clone();
+    let mut trace = steps(&model, path);
+    if name == LIVENESS {
+        // The state is reachable; what fails is the fair world's way out of it: show that too.
+        let full = Protocol::new(bound, mutant);
+        let (_, _, taken) = drain(&full, &last);
+        let mut cur = last;
+        for (i, a) in taken.iter().enumerate() {
+            if i == FAIR_STEPS_SHOWN {
+                trace.push(format!("(fair world) ... {} more steps", taken.len() - i));
+                break;
+            }
+            trace.push(format!("(fair world) {}", describe(&full, &cur, *a)));
+            cur = full.next_state(&cur, *a).expect("every action moves");
+        }
+        trace.push(if taken.len() >= DRAIN_LIMIT {
+            "(fair world) goes round without end: not every transfer is final".into()
+        } else {
+            "(fair world) stops: not every transfer is final and agreeing with the ledger".into()
+        });
+    }
+    Some(trace)
 }
 
 fn steps(model: &Protocol, path: Path<State, Action>) -> Vec<String> {
@@ -153,7 +178,7 @@ fn steps(model: &Protocol, path: Path<State, Action>) -> Vec<String> {
         .collect()
 }
 
-const USAGE: &str = "usage: sendonce-model check [--bound ci|deep|pair] [--mutant no-fence|new-key-per-retry|resend-in-waiting]";
+const USAGE: &str = "usage: sendonce-model check [--bound ci|deep|pair] [--mutant no-fence|new-key-per-retry|resend-in-waiting|no-reaper]";
 
 /// Runs the CLI on these arguments; returns the exit code (0 all pass, 1 a failure, 2 bad usage).
 pub fn main(args: Vec<String>) -> i32 {

@@ -31,6 +31,8 @@ pub struct Bound {
     pub app_crashes: u8,
     /// Server process kills between phases.
     pub server_crashes: u8,
+    /// Key rows may expire (the key window ends) once the client's retry window is over for them.
+    pub expiry: bool,
 }
 
 impl Bound {
@@ -46,6 +48,7 @@ impl Bound {
         slow_steps: 1,
         app_crashes: 1,
         server_crashes: 1,
+        expiry: true,
     };
 
     /// The deeper bound documented in the README: longer retries, more faults, three opening balances.
@@ -60,6 +63,7 @@ impl Bound {
         slow_steps: 2,
         app_crashes: 1,
         server_crashes: 1,
+        expiry: true,
     };
 
     /// Two phones of one user racing for a balance of 1, with a small fault budget.
@@ -74,6 +78,7 @@ impl Bound {
         slow_steps: 1,
         app_crashes: 1,
         server_crashes: 1,
+        expiry: true,
     };
 
     /// A bound by name.
@@ -96,6 +101,8 @@ pub enum Mutant {
     NewKeyPerRetry,
     /// The composer's Send button stays enabled while Waiting.
     ResendInWaiting,
+    /// No reaper: a key whose lease ran out stays in progress (shows the liveness check bites).
+    NoReaper,
 }
 
 impl Mutant {
@@ -105,6 +112,7 @@ impl Mutant {
             "no-fence" => Some(Self::NoFence),
             "new-key-per-retry" => Some(Self::NewKeyPerRetry),
             "resend-in-waiting" => Some(Self::ResendInWaiting),
+            "no-reaper" => Some(Self::NoReaper),
             _ => None,
         }
     }
@@ -211,6 +219,8 @@ pub enum Action {
     Reap(Key),
     /// The server process is killed and restarted on the same database.
     ServerCrash,
+    /// Key row k (and its gateway record) expires with its day bucket; the ledger stays.
+    Expire(Key),
 }
 
 /// The model: a bound, an optional mutant, and whether only fault-free steps are offered.
@@ -332,11 +342,16 @@ impl Model for Protocol {
                 out.push(Action::Slow(j));
             }
         }
-        for key in s.server.reapable() {
-            out.push(Action::Reap(key));
+        if !self.is(Mutant::NoReaper) {
+            for key in s.server.reapable() {
+                out.push(Action::Reap(key));
+            }
         }
         if !self.fair && s.budget.server_crash > 0 && s.server.busy() {
             out.push(Action::ServerCrash);
+        }
+        if !self.fair && self.bound.expiry {
+            out.extend(s.server.expirable(s).into_iter().map(Action::Expire));
         }
     }
 
@@ -385,6 +400,10 @@ impl Model for Protocol {
             Action::ServerCrash => {
                 n.budget.server_crash -= 1;
                 n.server.crash();
+            }
+            Action::Expire(key) => {
+                n.server.rows.remove(&key);
+                n.server.gateway.remove(&key);
             }
         }
         Some(n)

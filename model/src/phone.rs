@@ -194,7 +194,7 @@ pub fn begin(m: &Protocol, s: &mut State, p: u8, t: u8) {
 /// Phase 2: the persisted bytes leave with the persisted key.
 pub fn send(s: &mut State, p: u8, t: u8) {
     let tr = &mut s.phones[p as usize].transfers[t as usize];
-    tr.tag += 1;
+    tr.tag = tr.tag.wrapping_add(1);
     tr.wire = Wire::Awaiting { lookup: false };
     let msg = Msg::Post {
         key: tr.key(),
@@ -211,7 +211,7 @@ pub fn send(s: &mut State, p: u8, t: u8) {
 /// `sender::look_up`: a GET by key, never the transfer again.
 pub fn look_up(s: &mut State, p: u8, t: u8) {
     let tr = &mut s.phones[p as usize].transfers[t as usize];
-    tr.tag += 1;
+    tr.tag = tr.tag.wrapping_add(1);
     tr.lookups = tr.lookups.saturating_add(1);
     tr.wire = Wire::Awaiting { lookup: true };
     let msg = Msg::Get {

@@ -125,6 +125,9 @@ fn answers_agree(s: &State) -> bool {
     })
 }
 
+/// Steps after which a drain counts as going round without end.
+pub const DRAIN_LIMIT: usize = 256;
+
 /// Order in which the fair world takes its steps: the server first, then the wire, then the phones.
 fn priority(a: &Action) -> u8 {
     match a {
@@ -146,7 +149,7 @@ pub fn drain(m: &Protocol, s: &State) -> (State, bool, Vec<Action>) {
     let mut cur = s.clone();
     let mut taken = Vec::new();
     let mut actions = Vec::new();
-    for _ in 0..256 {
+    for _ in 0..DRAIN_LIMIT {
         actions.clear();
         fair.actions(&cur, &mut actions);
         let Some(a) = actions.iter().copied().min_by_key(priority) else {
@@ -205,6 +208,7 @@ pub fn describe(m: &Protocol, s: &State, a: Action) -> String {
         ),
         Action::Reap(k) => format!("reaper: resolves {k}"),
         Action::ServerCrash => "server process killed and restarted".to_string(),
+        Action::Expire(k) => format!("key window of {k} ends: its row and gateway record expire"),
     };
     let Some(n) = m.next_state(s, a) else {
         return what;

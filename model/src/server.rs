@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::model::{Key, Mutant, Protocol, State};
 use crate::network::{Answer, Msg, Reply};
 use crate::phone::Wire;
+use sendonce::TransferState;
 
 /// What a completed key row answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -130,6 +131,29 @@ impl Server {
                 )
             })
             .map(|(k, _)| *k)
+            .collect()
+    }
+
+    /// Completed keys whose window may end: the client sends no more POSTs for them (the transfer is
+    /// final or given up) and none is still in flight or running. Keys outlive the client's retry
+    /// window by design (48 h against 24 h), so a request older than the key window is not modelled.
+    pub fn expirable(&self, s: &State) -> Vec<Key> {
+        self.rows
+            .iter()
+            .filter(|(_, r)| matches!(r, Row::Done { .. }))
+            .map(|(k, _)| *k)
+            .filter(|k| {
+                let done = s.phones.iter().flat_map(|p| &p.transfers).any(|t| {
+                    t.key() == *k
+                        && (t.state.is_final() || t.state == TransferState::NeedsAttention)
+                });
+                let in_flight = s
+                    .net
+                    .msgs
+                    .iter()
+                    .any(|m| matches!(m, Msg::Post { key, .. } if key == k));
+                done && !in_flight && !self.jobs.iter().any(|j| j.key == *k)
+            })
             .collect()
     }
 

@@ -1,7 +1,7 @@
 //! Each mutant switched on in the model must make the checker fail with the property it breaks.
 
 use sendonce_model::cli::shortest;
-use sendonce_model::properties::{ANSWERS_AGREE, NO_DOUBLE_DEBIT, ONE_INTENT};
+use sendonce_model::properties::{ANSWERS_AGREE, LIVENESS, NO_DOUBLE_DEBIT, ONE_INTENT};
 use sendonce_model::{Bound, Mutant};
 
 /// The shortest counterexample, printed (run with `--nocapture` to read it); panics if there is none.
@@ -54,5 +54,18 @@ fn resend_in_waiting_mints_a_second_intent() {
         last.contains("taps Send") && last.contains("\"Waiting\"") && last.contains("mints"),
         "{}",
         trace.join("\n")
+    );
+}
+
+#[test]
+fn without_the_reaper_a_server_crash_leaves_a_transfer_unfinished() {
+    let trace = counterexample(Mutant::NoReaper, LIVENESS);
+    let text = trace.join("\n");
+    assert!(text.contains("server process killed"), "{text}");
+    assert!(
+        trace
+            .last()
+            .is_some_and(|s| s.contains("goes round without end")),
+        "{text}"
     );
 }
