@@ -215,7 +215,7 @@ pub enum Action {
     Step(usize),
     /// Server request j's current step outlasts its lease: a fault.
     Slow(usize),
-    /// The reaper resolves the key of job-less or lease-lost row r.
+    /// The reaper resolves a key whose lease ran out.
     Reap(Key),
     /// The server process is killed and restarted on the same database.
     ServerCrash,
