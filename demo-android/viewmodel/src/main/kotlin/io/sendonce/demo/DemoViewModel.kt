@@ -1,5 +1,6 @@
 package io.sendonce.demo
 
+import io.sendonce.AccessToken
 import io.sendonce.Composer
 import io.sendonce.ComposerState
 import io.sendonce.SendOnce
