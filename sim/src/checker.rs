@@ -6,8 +6,11 @@ use sendonce::{Transfer, TransferState};
 use serde::Serialize;
 
 use crate::device::{Intent, Seen};
-use crate::tap::{KeyAnswer, WireLog};
+use crate::tap::WireLog;
+
+mod answers;
 use crate::testapi::{Entry, Sms};
+use answers::check_answers;
 
 /// Failures listed per verdict at most (the count is always exact).
 const MAX_LISTED: usize = 8;
@@ -339,44 +342,6 @@ pub fn check(phones: &[PhoneView], server: &ServerView, wire: &WireLog) -> Check
         answers.verdict("server agrees with its ledger", format!("{} answers about keys (POSTs and look-ups): each 2xx names the key's debit; a 402 or a by-key 404 means no debit, then or later", wire.answers.len())),
     ];
     check
-}
-
-/// Invariant 6: every answer the server gave about a key agrees with the ledger at the end.
-fn check_answers(answers: &[KeyAnswer], debits_by_key: &HashMap<&str, Vec<&Entry>>) -> Findings {
-    let mut out = Findings::default();
-    for a in answers {
-        let debit = debits_by_key
-            .get(a.key.as_str())
-            .and_then(|d| d.first())
-            .and_then(|d| d.transfer_id.as_deref());
-        let what = if a.look_up { "look-up" } else { "POST" };
-        if a.says_not_moved() && debit.is_some() {
-            out.add(
-                1,
-                format!(
-                    "key {}: the server answered a {what} {} {} (no money moved) but the ledger has debit {}",
-                    a.key,
-                    a.status,
-                    a.code.as_deref().unwrap_or(""),
-                    debit.unwrap_or_default()
-                ),
-            );
-        } else if (200..300).contains(&a.status)
-            && a.transfer_id.is_some()
-            && a.transfer_id.as_deref() != debit
-        {
-            out.add(
-                1,
-                format!(
-                    "key {}: the server answered a {what} {} naming {} but the ledger has {debit:?}",
-                    a.key,
-                    a.status,
-                    a.transfer_id.as_deref().unwrap_or_default()
-                ),
-            );
-        }
-    }
-    out
 }
 
 fn group<'a, T, I: Iterator<Item = &'a T>>(

@@ -1,0 +1,105 @@
+//! What a transfer request must be before anything is stored: its body parses, the amount
+//! and note are within limits, the recipient exists in the same currency.
+
+use axum::http::StatusCode;
+use rusqlite::{params, OptionalExtension};
+use serde::Deserialize;
+
+use super::Caller;
+use crate::problem::Problem;
+use crate::App;
+
+/// Largest amount accepted, in minor units.
+pub const MAX_AMOUNT_MINOR: i64 = 1_000_000_000_000;
+/// Longest note accepted, in characters.
+pub const MAX_NOTE_CHARS: usize = 280;
+
+/// Body of `POST /v1/transfers` as sent.
+#[derive(Debug, Deserialize)]
+pub(super) struct TransferBody {
+    pub(super) to_user_id: String,
+    pub(super) amount_minor: i64,
+    pub(super) currency: String,
+    #[serde(default)]
+    pub(super) note: Option<String>,
+}
+
+/// A transfer request that passed validation (recipient exists, currencies match).
+#[derive(Debug, Clone)]
+pub struct ValidTransfer {
+    /// Recipient.
+    pub to_user_id: String,
+    /// Amount in minor units, 1..=10^12.
+    pub amount_minor: i64,
+    /// Currency of both wallets.
+    pub currency: String,
+    /// Optional note.
+    pub note: Option<String>,
+}
+
+/// Parses and validates a transfer body (shared with the bench endpoint). Nothing is stored.
+pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTransfer, Problem> {
+    let parsed: TransferBody = serde_json::from_slice(body)
+        .map_err(|e| Problem::invalid(format!("malformed transfer body: {e}")))?;
+    let max = app.max_amount_minor();
+    if parsed.amount_minor <= 0 || parsed.amount_minor > max {
+        return Err(Problem::invalid(format!(
+            "amount_minor must be between 1 and {max}"
+        )));
+    }
+    if parsed.currency != caller.currency {
+        return Err(Problem::invalid(format!(
+            "currency {:?} does not match the wallet currency {}",
+            parsed.currency, caller.currency
+        )));
+    }
+    if parsed
+        .note
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS)
+    {
+        return Err(Problem::invalid(format!(
+            "note is longer than {MAX_NOTE_CHARS} characters"
+        )));
+    }
+    if parsed
+        .note
+        .as_ref()
+        .is_some_and(|n| n.chars().any(crate::http::forbidden_char))
+    {
+        return Err(Problem::invalid(
+            "note must not contain control or bidi characters",
+        ));
+    }
+    if parsed.to_user_id == caller.user_id {
+        return Err(Problem::invalid("a transfer to yourself is not allowed"));
+    }
+    let to = parsed.to_user_id.clone();
+    let recipient_currency: Option<String> = app
+        .db
+        .read(move |c| {
+            Ok(
+                c.prepare_cached("SELECT currency FROM users WHERE user_id = ?1")?
+                    .query_row(params![to], |r| r.get(0))
+                    .optional()?,
+            )
+        })
+        .await
+        .map_err(Problem::from_db)?;
+    match recipient_currency {
+        None => Err(Problem::new(
+            StatusCode::NOT_FOUND,
+            "recipient_not_found",
+            "no user with this to_user_id",
+        )),
+        Some(c) if c != parsed.currency => Err(Problem::invalid(
+            "the recipient's wallet uses another currency",
+        )),
+        Some(_) => Ok(ValidTransfer {
+            to_user_id: parsed.to_user_id,
+            amount_minor: parsed.amount_minor,
+            currency: parsed.currency,
+            note: parsed.note,
+        }),
+    }
+}
