@@ -204,3 +204,33 @@ impl Problem {
         }
     }
 }
+
+/// The classification before only the server's own answers counted: any 2xx a success, any
+/// 4xx but 401/403/409/422-reuse a definitive no. Test-only builds (feature `legacy-classify`),
+/// to show that the ride's checker catches it; never used otherwise.
+#[cfg(feature = "legacy-classify")]
+pub fn legacy(result: &Result<HttpResponse, TransportError>) -> Verdict {
+    let Ok(r) = result else {
+        return classify(result, "");
+    };
+    let problem = Problem::parse(r);
+    let rejection = || Rejection {
+        code: problem.code.clone(),
+        detail: problem.detail.clone(),
+        http_status: r.status,
+    };
+    match r.status {
+        200..=299 => Verdict::Succeeded {
+            server_transfer_id: serde_json::from_slice::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v.get("transfer_id")?.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            replayed: r
+                .header("idempotent-replayed")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+        },
+        401 | 403 | 409 | 408 | 425 | 429 | 500..=599 => classify(result, ""),
+        422 if problem.code == "idempotency_key_reused" => Verdict::Failed(rejection()),
+        _ => Verdict::Rejected(rejection()),
+    }
+}

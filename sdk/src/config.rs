@@ -61,6 +61,8 @@ pub struct SdkConfig {
     pub max_concurrent_sends: usize,
     /// Debug only: mint a new key for every retry. Breaks exactly-once; exists to prove the checkers can fail.
     pub unsafe_new_key_per_retry: bool,
+    /// Test-only builds: the classification from before only the server's answers counted.
+    pub unsafe_legacy_classify: bool,
     /// How long a finished transfer stays on the device (SDK clock), counted from when it ended.
     pub retention: Duration,
 }
@@ -107,6 +109,7 @@ impl SdkConfig {
                 clock: Arc::new(SystemClock),
                 max_concurrent_sends: 4,
                 unsafe_new_key_per_retry: false,
+                unsafe_legacy_classify: false,
                 retention: DEFAULT_RETENTION,
             },
         }
@@ -292,6 +295,12 @@ impl SdkConfigBuilder {
         self.config.unsafe_new_key_per_retry = on;
         self
     }
+    /// Test-only builds (feature `legacy-classify`): the old classification, to prove the ride's
+    /// checker catches it. Any other build refuses it with `InvalidConfig`.
+    pub fn unsafe_legacy_classify(mut self, on: bool) -> Self {
+        self.config.unsafe_legacy_classify = on;
+        self
+    }
     /// How long finished transfers are kept (default 30 days; 1 hour to 10 years).
     pub fn retention(mut self, retention: Duration) -> Self {
         self.config.retention = retention;
@@ -299,6 +308,11 @@ impl SdkConfigBuilder {
     }
     /// Finishes the configuration.
     pub fn build(self) -> Result<SdkConfig> {
+        if self.config.unsafe_legacy_classify && !cfg!(feature = "legacy-classify") {
+            return Err(SdkError::InvalidConfig(
+                "this build has no legacy classification (a test-only build with the feature legacy-classify has)".into(),
+            ));
+        }
         self.config.validate()?;
         Ok(self.config)
     }

@@ -105,6 +105,10 @@ pub struct RideArgs {
     /// Probability every 250 ms that the server's wall clock jumps 1 s-1 h, forwards or backwards.
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub server_clock_jump_rate: f64,
+    /// DEBUG, test-only builds (cargo feature sendonce/legacy-classify): the SDK's classification from
+    /// before it trusted only the server's own answers; with --proxy-garbage-rate the checker must fail.
+    #[arg(long)]
+    pub unsafe_legacy_classify: bool,
     /// DEBUG, test-only builds (cargo feature server-mock/unfenced): the server moves money even when a
     /// request lost its key lock; the checker must fail.
     #[arg(long)]
@@ -129,6 +133,7 @@ impl RideArgs {
             think_mean_ms: (self.think_secs * 1000) as i64,
             settle_limit: Duration::from_secs(self.settle_secs),
             new_key_per_retry: self.new_key_per_retry,
+            legacy_classify: self.unsafe_legacy_classify,
             server_fault_rate: self.server_faults,
             server: ServerFaults {
                 slow_gateway_rate: self.slow_gateway_rate,

@@ -51,6 +51,8 @@ pub struct Plan {
     pub speed: f64,
     /// Debug flag of the SDK: a new key per retry (must make the checker fail).
     pub new_key_per_retry: bool,
+    /// Test-only builds: the SDK's classification from before only the server's answers counted.
+    pub legacy_classify: bool,
     /// Every user id that can receive money (all users and the pool).
     pub recipients: Vec<String>,
     /// The pool recipient (used when a user draws itself).
@@ -184,6 +186,7 @@ impl Device {
             .clock(self.clock.clone())
             .request_timeout(REAL_REQUEST_TIMEOUT)
             .unsafe_new_key_per_retry(self.plan.new_key_per_retry)
+            .unsafe_legacy_classify(self.plan.legacy_classify)
             .build()?;
         let tap = Tap::new(self.wire.clone(), REAL_REQUEST_TIMEOUT)?;
         // A fresh stream per open, so a reopened phone does not repeat the same pages.

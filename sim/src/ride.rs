@@ -47,6 +47,8 @@ pub struct RideConfig {
     pub settle_limit: Duration,
     /// SDK debug flag: a new key per retry (the checker must fail).
     pub new_key_per_retry: bool,
+    /// Test-only SDK builds: the legacy classification (the checker must fail with portal pages).
+    pub legacy_classify: bool,
     /// Server-side faults during the ride: probability of a 503, of a response dropped after commit and of a
     /// duplicate delivery (each); 0 for none.
     pub server_fault_rate: f64,
@@ -71,6 +73,7 @@ impl Default for RideConfig {
             think_mean_ms: 45_000,
             settle_limit: Duration::from_secs(60),
             new_key_per_retry: false,
+            legacy_classify: false,
             server_fault_rate: 0.0,
             server: ServerFaults::default(),
         }
@@ -142,6 +145,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         think_mean_ms: cfg.think_mean_ms,
         speed: cfg.speed,
         new_key_per_retry: cfg.new_key_per_retry,
+        legacy_classify: cfg.legacy_classify,
         recipients: accounts.iter().map(|a| a.user_id.clone()).collect(),
         pool: pool.user_id,
     });

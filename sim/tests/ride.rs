@@ -145,3 +145,27 @@ fn portal_and_proxy_pages_never_end_a_transfer() {
     );
     assert_eq!(r["invariants_ok"], true);
 }
+
+/// The same portal-and-proxy ride with the SDK's classification from before it trusted only the server's
+/// own answers (test-only build, feature sendonce/legacy-classify): a portal's 200 becomes a success the
+/// server never gave, a proxy's 404 a rejection of money that moved. The checker must see it.
+#[test]
+fn the_legacy_classification_is_caught() {
+    let (code, r, stderr) = ride(&[
+        "--proxy-garbage-rate",
+        "0.05",
+        "--clock-jump-rate",
+        "0.2",
+        "--seed",
+        "11",
+        "--unsafe-legacy-classify",
+    ]);
+    assert_eq!(
+        code, 1,
+        "the legacy classification must fail the ride: {r:#}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("FAIL device view = server view"),
+        "no clear message on stderr: {stderr}"
+    );
+}
