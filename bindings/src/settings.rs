@@ -296,6 +296,9 @@ pub struct SendOnceConfig {
     /// only; `1.0`, the default, is the device clock).
     #[uniffi(default = 1.0)]
     pub clock_speed: f64,
+    /// How long finished transfers are kept (ms; default 30 days, 1 hour to 10 years).
+    #[uniffi(default = 2592000000)]
+    pub retention_ms: i64,
 }
 
 impl std::fmt::Debug for SendOnceConfig {
@@ -312,6 +315,7 @@ impl std::fmt::Debug for SendOnceConfig {
             .field("network_profile", &self.network_profile)
             .field("max_concurrent_sends", &self.max_concurrent_sends)
             .field("clock_speed", &self.clock_speed)
+            .field("retention_ms", &self.retention_ms)
             .finish()
     }
 }
@@ -322,7 +326,8 @@ impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {
         let mut builder = sendonce::SdkConfig::builder(c.base_url, c.db_path)
             .request_timeout(duration("request_timeout_ms", c.request_timeout_ms)?)
             .connect_timeout(duration("connect_timeout_ms", c.connect_timeout_ms)?)
-            .max_concurrent_sends(c.max_concurrent_sends as usize);
+            .max_concurrent_sends(c.max_concurrent_sends as usize)
+            .retention(duration("retention_ms", c.retention_ms)?);
         if let Some(token) = c.access_token {
             builder = builder.access_token(token.expose());
         }
@@ -365,6 +370,7 @@ mod tests {
             network_profile: None,
             max_concurrent_sends: 4,
             clock_speed: 1.0,
+            retention_ms: 30 * 86_400_000,
         };
         let printed = format!("{config:?}");
         assert!(!printed.contains("tok_secret_123"), "{printed}");
