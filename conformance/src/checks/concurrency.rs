@@ -68,10 +68,7 @@ pub async fn one_key(ctx: &Ctx) -> Outcome {
     let answers = parallel(ctx, &key, &body, PARALLEL).await;
     let seen = tally(&answers);
     let ok: Vec<&Answer> = answers.iter().filter_map(|r| r.as_ref().ok()).collect();
-    let fresh = ok
-        .iter()
-        .filter(|x| x.status == 201 && !x.replayed())
-        .count();
+    let fresh = fresh_201s(&ok);
     ensure_or_fail!(fresh <= 1, "{PARALLEL} parallel POSTs on key {key} -> {seen}: {fresh} fresh 201s, expected at most one");
     let ids: std::collections::BTreeSet<_> = ok
         .iter()
@@ -133,10 +130,7 @@ pub async fn in_flight(ctx: &Ctx) -> Outcome {
         let answers = parallel(ctx, &key, &body, PARALLEL).await;
         let seen = tally(&answers);
         let ok: Vec<&Answer> = answers.iter().filter_map(|r| r.as_ref().ok()).collect();
-        let fresh = ok
-            .iter()
-            .filter(|x| x.status == 201 && !x.replayed())
-            .count();
+        let fresh = fresh_201s(&ok);
         ensure_or_fail!(
             fresh <= 1,
             "{PARALLEL} parallel POSTs on key {key} -> {seen}: {fresh} fresh 201s"
@@ -201,10 +195,7 @@ pub async fn in_flight(ctx: &Ctx) -> Outcome {
     let all: Vec<&Answer> = std::iter::once(&first)
         .chain(dups.iter().filter_map(|(d, _)| d.as_ref().ok()))
         .collect();
-    let executed = all
-        .iter()
-        .filter(|x| x.status == 201 && !x.replayed())
-        .count();
+    let executed = fresh_201s(&all);
     ensure_or_fail!(executed <= 1, "{story}: {executed} executed as new transfers, expected one (the others 409 idempotency_key_in_use)");
     let busy_ok = |x: &Answer| {
         x.status == 409
@@ -271,4 +262,12 @@ async fn restore_faults(ctx: &Ctx, saved: Option<Value>) {
             let _ = set_faults(ctx, &Value::Object(kept)).await;
         }
     }
+}
+
+/// Answers that are a fresh 201 (a first execution), not a replay.
+fn fresh_201s(answers: &[&Answer]) -> usize {
+    answers
+        .iter()
+        .filter(|x| x.status == 201 && !x.replayed())
+        .count()
 }
