@@ -68,7 +68,7 @@ impl AppState {
     /// Opens the database and builds the state (no background tasks yet).
     pub async fn open(config: ServerConfig) -> Result<App, ServerError> {
         let instance = Instance::new();
-        let store = store::open(&config.db, instance.clone()).await?;
+        let store = store::open(&config.db, config.db_pool, instance.clone()).await?;
         Ok(Arc::new(Self {
             faults: Faults::new(config.gateway_delay),
             quotas: quota::Quotas::new(config.quotas),

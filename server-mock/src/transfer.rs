@@ -54,7 +54,19 @@ impl From<Problem> for Answer {
 }
 
 impl Answer {
-    fn replay(status: u16, body: Vec<u8>) -> Self {
+    /// The 201 of the request that moved the money.
+    pub(crate) fn committed(body: Vec<u8>) -> Self {
+        Self {
+            status: 201,
+            body,
+            replayed: false,
+            retry_after: None,
+            committed: true,
+        }
+    }
+
+    /// A stored outcome answered again.
+    pub(crate) fn replay(status: u16, body: Vec<u8>) -> Self {
         Self {
             status,
             body,
@@ -318,9 +330,11 @@ pub(crate) fn commit_transfer(
         return Ok(Problem::key_in_use().into());
     }
     let balance = ledger::balance(&tx, user)?;
-    let recipient_full = ledger::balance(&tx, &record.to_user_id)?
-        .checked_add(record.amount_minor)
-        .is_none_or(|b| b > rules.max_balance);
+    let recipient_full = recipient_full(
+        ledger::balance(&tx, &record.to_user_id)?,
+        record.amount_minor,
+        rules.max_balance,
+    );
     let sp = tx.savepoint()?;
     match ledger::insert_debit(&sp, record, hash) {
         Err(e) if is_unique_violation(&e) => {
@@ -344,14 +358,7 @@ pub(crate) fn commit_transfer(
         Err(e) => Err(e.into()),
         Ok(()) if balance < record.amount_minor => {
             drop(sp); // rolls the debit back
-            let problem = Problem::new(
-                StatusCode::PAYMENT_REQUIRED,
-                "insufficient_funds",
-                format!(
-                    "balance {balance} is less than amount {}",
-                    record.amount_minor
-                ),
-            );
+            let problem = insufficient_funds(balance, record.amount_minor);
             let body = problem.body_bytes();
             idempotency::complete(&tx, user, key, lock_id, 402, &body)?;
             tx.commit()?;
@@ -359,11 +366,7 @@ pub(crate) fn commit_transfer(
         }
         Ok(()) if recipient_full => {
             drop(sp);
-            let problem = Problem::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "recipient_balance_limit",
-                "the recipient's balance would exceed the highest balance a wallet may hold",
-            );
+            let problem = recipient_balance_limit();
             let body = problem.body_bytes();
             idempotency::complete(&tx, user, key, lock_id, 422, &body)?;
             tx.commit()?;
@@ -391,13 +394,30 @@ pub(crate) fn commit_transfer(
             ])?;
             idempotency::complete(&tx, user, key, lock_id, 201, &body)?;
             tx.commit()?;
-            Ok(Answer {
-                status: 201,
-                body,
-                replayed: false,
-                retry_after: None,
-                committed: true,
-            })
+            Ok(Answer::committed(body))
         }
     }
+}
+
+/// The stored 402 of a transfer the balance does not cover.
+pub(crate) fn insufficient_funds(balance: i64, amount: i64) -> Problem {
+    Problem::new(
+        StatusCode::PAYMENT_REQUIRED,
+        "insufficient_funds",
+        format!("balance {balance} is less than amount {amount}"),
+    )
+}
+
+/// The stored 422 of a transfer that would take the recipient past the highest balance.
+pub(crate) fn recipient_balance_limit() -> Problem {
+    Problem::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "recipient_balance_limit",
+        "the recipient's balance would exceed the highest balance a wallet may hold",
+    )
+}
+
+/// Whether crediting `amount` takes a recipient holding `balance` past `max_balance`.
+pub(crate) fn recipient_full(balance: i64, amount: i64, max_balance: i64) -> bool {
+    balance.checked_add(amount).is_none_or(|b| b > max_balance)
 }

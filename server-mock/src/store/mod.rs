@@ -19,7 +19,7 @@ use crate::ledger::{EntryJson, TransferRecord};
 use crate::reaper::{Resolved, Stuck};
 use crate::transfer::{Answer, Caller, Rules};
 
-// pub mod postgres;
+pub mod postgres;
 pub mod sqlite;
 
 /// A store call in flight.
@@ -288,11 +288,12 @@ pub fn is_postgres(db: &str) -> bool {
         || (lower.contains("host=") && lower.contains("dbname="))
 }
 
-/// Opens the backend `db` names, for the server process `instance`.
-pub async fn open(db: &str, instance: Instance) -> Result<SharedStore, DbError> {
+/// Opens the backend `db` names, for the server process `instance` (`pool_size`: most
+/// connections a PostgreSQL store opens).
+pub async fn open(db: &str, pool_size: usize, instance: Instance) -> Result<SharedStore, DbError> {
     if is_postgres(db) {
-        Err(DbError::Task(
-            "the PostgreSQL store is not built yet".into(),
+        Ok(Arc::new(
+            postgres::PgStore::open(db, pool_size, instance).await?,
         ))
     } else {
         let db = db.to_string();
