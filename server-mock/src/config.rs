@@ -5,8 +5,11 @@ use std::time::Duration;
 /// Everything a server instance needs to know before it starts.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    /// SQLite file path, or `:memory:` for a throw-away database.
+    /// SQLite file path, `:memory:` for a throw-away database, or a PostgreSQL URL
+    /// (`postgres://`, `postgresql://`, a unix socket as `?host=/dir` or `%2Fdir` host).
     pub db: String,
+    /// Most PostgreSQL connections this instance opens (unused with SQLite).
+    pub db_pool: usize,
     /// How long a finished idempotency key is remembered (must exceed the client's retry window).
     pub key_window: Duration,
     /// How long a key may stay `IN_PROGRESS` before the reaper resolves it.
@@ -35,6 +38,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             db: ":memory:".to_string(),
+            db_pool: crate::store::postgres::DEFAULT_POOL_SIZE,
             key_window: Duration::from_secs(48 * 3600),
             lock_timeout: Duration::from_secs(60),
             gateway_delay: Duration::from_millis(5),

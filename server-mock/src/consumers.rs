@@ -20,7 +20,8 @@ pub struct TransferDone {
 }
 
 impl TransferDone {
-    fn record(&self, created_at_ms: i64) -> TransferRecord {
+    /// The transfer as the wallet consumer credits it.
+    pub(crate) fn record(&self, created_at_ms: i64) -> TransferRecord {
         TransferRecord {
             transfer_id: self.transfer_id.clone(),
             from_user_id: self.from_user_id.clone(),
@@ -99,18 +100,23 @@ fn send_sms(tx: &Connection, event: &TransferDone, now_ms: i64) -> Result<(), Db
         .prepare_cached("SELECT display_name FROM users WHERE user_id = ?1")?
         .query_row(params![event.from_user_id], |r| r.get(0))
         .optional()?;
-    let text = format!(
-        "sendonce: you received {} {} from {} (ref {})",
-        format_minor(event.amount_minor),
-        event.currency,
-        sms_name(sender.as_deref()),
-        event.transfer_id
-    );
+    let text = sms_text(event, sender.as_deref());
     tx.prepare_cached(
         "INSERT INTO sms (user_id, transfer_id, text, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
     )?
     .execute(params![event.to_user_id, event.transfer_id, text, now_ms])?;
     Ok(())
+}
+
+/// The text the recipient of `event` gets, naming the sender as `sender`.
+pub(crate) fn sms_text(event: &TransferDone, sender: Option<&str>) -> String {
+    format!(
+        "sendonce: you received {} {} from {} (ref {})",
+        format_minor(event.amount_minor),
+        event.currency,
+        sms_name(sender),
+        event.transfer_id
+    )
 }
 
 /// The sender's name as an SMS may show it: at most 40 characters, nothing but printable

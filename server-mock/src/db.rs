@@ -18,9 +18,16 @@ pub enum DbError {
     /// The blocking task running the query failed (panicked or was cancelled).
     #[error("database task failed: {0}")]
     Task(String),
-    /// The writer's queue is full: the caller should answer 503 and let the client retry.
+    /// The writer's queue is full (SQLite) or no pooled connection came free in time
+    /// (PostgreSQL): the caller should answer 503 and let the client retry.
     #[error("the database writer is busy")]
     Busy,
+    /// PostgreSQL reported an error.
+    #[error("postgres: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    /// A transaction kept failing on serialization conflicts or deadlocks.
+    #[error("gave up after {0} conflicting attempts")]
+    Conflict(u32),
 }
 
 /// Shared handle to the database: one writer connection and one reader connection.

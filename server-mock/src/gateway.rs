@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::db::{Db, DbError, Durability};
+use crate::db::DbError;
+use crate::store::Store;
 
 /// What the gateway returned for a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,39 +22,45 @@ pub struct Authorization {
     pub calls: u32,
 }
 
-/// Waits `delay`, then authorises (user, key), idempotently.
-///
-/// The record commits with synchronous=NORMAL: it survives a process crash (the case
-/// the reaper handles), and the debit commit that follows is FULL, whose fsync makes it
-/// durable too.
+/// Waits `delay`, then authorises (user, key), idempotently, through the store.
 pub async fn authorize(
-    db: &Db,
+    store: &dyn Store,
     delay: Duration,
     user_id: &str,
     key: &str,
     now_ms: i64,
 ) -> Result<Authorization, DbError> {
     tokio::time::sleep(delay).await;
-    let (user, key) = (user_id.to_string(), key.to_string());
     let fresh = format!("auth_{}", uuid::Uuid::new_v4().simple());
-    db.write(Durability::Normal, move |c| {
-        let (authorization_id, calls): (String, i64) = c
-            .prepare_cached(
-                "INSERT INTO gateway_authorizations
-                     (user_id, idem_key, authorization_id, calls, created_at_ms)
-                 VALUES (?1, ?2, ?3, 1, ?4)
-                 ON CONFLICT (user_id, idem_key) DO UPDATE SET calls = calls + 1
-                 RETURNING authorization_id, calls",
-            )?
-            .query_row(params![user, key, fresh, now_ms], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
-        Ok(Authorization {
-            authorization_id,
-            calls: u32::try_from(calls).unwrap_or(u32::MAX),
-        })
+    store
+        .authorize(user_id.to_string(), key.to_string(), fresh, now_ms)
+        .await
+}
+
+/// The gateway's record for (user, key): the first call stores `fresh`, every later call
+/// gets the stored authorisation back and counts the call.
+pub fn record(
+    c: &Connection,
+    user: &str,
+    key: &str,
+    fresh: &str,
+    now_ms: i64,
+) -> Result<Authorization, DbError> {
+    let (authorization_id, calls): (String, i64) = c
+        .prepare_cached(
+            "INSERT INTO gateway_authorizations
+                 (user_id, idem_key, authorization_id, calls, created_at_ms)
+             VALUES (?1, ?2, ?3, 1, ?4)
+             ON CONFLICT (user_id, idem_key) DO UPDATE SET calls = calls + 1
+             RETURNING authorization_id, calls",
+        )?
+        .query_row(params![user, key, fresh, now_ms], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    Ok(Authorization {
+        authorization_id,
+        calls: u32::try_from(calls).unwrap_or(u32::MAX),
     })
-    .await
 }
 
 /// The authorisation given for (user, key), if any (the reaper asks before it releases).
@@ -91,17 +98,26 @@ pub fn expire_chunk(conn: &Connection, before_ms: i64, limit: usize) -> Result<u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::{Db, Durability};
+    use crate::store::{sqlite::SqliteStore, Instance};
 
     #[tokio::test]
     async fn same_key_same_authorization_across_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("g.db").display().to_string();
-        let db = Db::open(&path).unwrap();
-        let a = authorize(&db, Duration::ZERO, "u", "k", 1).await.unwrap();
-        let c = authorize(&db, Duration::ZERO, "v", "k", 1).await.unwrap();
-        drop(db);
-        let db = Db::open(&path).unwrap();
-        let b = authorize(&db, Duration::ZERO, "u", "k", 2).await.unwrap();
+        let store = SqliteStore::open(&path, Instance::new()).unwrap();
+        let a = authorize(&store, Duration::ZERO, "u", "k", 1)
+            .await
+            .unwrap();
+        let c = authorize(&store, Duration::ZERO, "v", "k", 1)
+            .await
+            .unwrap();
+        drop(store);
+        let store = SqliteStore::open(&path, Instance::new()).unwrap();
+        let b = authorize(&store, Duration::ZERO, "u", "k", 2)
+            .await
+            .unwrap();
+        let db: &Db = &store.db;
         assert_eq!(a.authorization_id, b.authorization_id, "a restart keeps it");
         assert_ne!(a.authorization_id, c.authorization_id);
         assert_eq!(b.calls, 2);

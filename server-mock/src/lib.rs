@@ -19,12 +19,12 @@ pub mod quota;
 pub mod reaper;
 mod schema;
 pub mod serve;
+pub mod store;
 pub mod transfer;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
@@ -34,23 +34,23 @@ pub use config::{parse_duration, Secret, ServerConfig};
 pub use http::MAX_BODY_BYTES;
 
 use clock::Clock;
-use db::{Db, DbError};
+use db::DbError;
 use faults::Faults;
+use store::{Instance, SharedStore};
 
 /// Shared state of one server instance.
 pub struct AppState {
     /// Configuration it was started with.
     pub config: ServerConfig,
-    /// The database.
-    pub db: Db,
+    /// The storage backend (SQLite or PostgreSQL), chosen by `config.db`.
+    pub store: SharedStore,
     /// The one clock.
     pub clock: Clock,
     /// Injected faults.
     pub faults: Faults,
-    /// Random id of this server process: key locks it holds carry it (see `lease`).
-    pub instance: String,
-    /// When this process started; lock ages are measured from it, never from the wall clock.
-    started: Instant,
+    /// Who this server process is: key locks it holds carry its id, and lock ages are
+    /// measured from its start, never from the wall clock.
+    pub instance: Instance,
     /// Per-user request and key quotas.
     pub quotas: quota::Quotas,
     /// Largest transfer amount accepted now (the test API can lower it).
@@ -66,33 +66,20 @@ pub type App = Arc<AppState>;
 
 impl AppState {
     /// Opens the database and builds the state (no background tasks yet).
-    pub fn open(config: ServerConfig) -> Result<App, ServerError> {
-        let db = Db::open(&config.db)?;
+    pub async fn open(config: ServerConfig) -> Result<App, ServerError> {
+        let instance = Instance::new();
+        let store = store::open(&config.db, config.db_pool, instance.clone()).await?;
         Ok(Arc::new(Self {
             faults: Faults::new(config.gateway_delay),
             quotas: quota::Quotas::new(config.quotas),
-            instance: uuid::Uuid::new_v4().simple().to_string(),
-            started: Instant::now(),
+            instance,
             max_amount_minor: AtomicI64::new(transfer::MAX_AMOUNT_MINOR),
             config,
-            db,
+            store,
             clock: Clock::default(),
             relay_wake: Notify::new(),
             reaper_wake: Notify::new(),
         }))
-    }
-
-    /// Milliseconds since this process started (monotonic: wall-clock jumps do not move it).
-    pub fn mono_ms(&self) -> i64 {
-        i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX)
-    }
-
-    /// A lease taken now by this process.
-    pub fn lease(&self) -> idempotency::Lease<'_> {
-        idempotency::Lease {
-            instance: &self.instance,
-            mono_ms: self.mono_ms(),
-        }
     }
 
     /// Largest amount a transfer may move now.
@@ -194,9 +181,7 @@ pub async fn start(config: ServerConfig, listen: SocketAddr) -> Result<RunningSe
     if let Some(why) = config.refuse_listen(listen) {
         return Err(ServerError::Refused(why));
     }
-    let app = tokio::task::spawn_blocking(move || AppState::open(config))
-        .await
-        .map_err(|e| DbError::Task(e.to_string()))??;
+    let app = AppState::open(config).await?;
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
     let (shutdown, rx) = watch::channel(false);
@@ -210,7 +195,7 @@ pub async fn start(config: ServerConfig, listen: SocketAddr) -> Result<RunningSe
         tokio::spawn(outbox::run(app.clone(), rx.clone())),
         tokio::spawn(reaper::run(app.clone(), rx)),
     ];
-    tracing::info!(%addr, db = %app.config.db, "server-mock started");
+    tracing::info!(%addr, backend = app.store.backend(), "server-mock started");
     Ok(RunningServer {
         addr,
         app,

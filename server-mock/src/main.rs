@@ -15,9 +15,13 @@ struct Args {
     /// Address to listen on (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
-    /// SQLite database file, or :memory:.
+    /// SQLite database file, :memory:, or a PostgreSQL URL (postgres://USER@HOST:PORT/DB,
+    /// postgresql://..., or a unix socket: postgres://USER@%2Fdir%2Fsock/DB or ?host=/dir).
     #[arg(long, default_value = "./mock.db")]
     db: String,
+    /// Most PostgreSQL connections this instance opens; requests beyond wait, then get 503.
+    #[arg(long, default_value_t = server_mock::store::postgres::DEFAULT_POOL_SIZE)]
+    db_pool: usize,
     /// How long idempotency keys are kept (e.g. 48h).
     #[arg(long, default_value = "48h", value_parser = parse_duration)]
     key_window: Duration,
@@ -83,6 +87,7 @@ async fn main() -> ExitCode {
     #[allow(clippy::needless_update)]
     let config = ServerConfig {
         db: args.db,
+        db_pool: args.db_pool.max(1),
         key_window: args.key_window,
         lock_timeout: args.lock_timeout,
         gateway_delay: args.gateway_delay,

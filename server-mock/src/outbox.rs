@@ -6,11 +6,11 @@ use rusqlite::{params, Connection};
 use tokio::sync::watch;
 
 use crate::consumers::{Consumer, TransferDone};
-use crate::db::{DbError, Durability};
+use crate::db::DbError;
 use crate::App;
 
 /// Events handled per database call, so other requests get the connection in between.
-const BATCH: usize = 64;
+pub const BATCH: usize = 64;
 /// Poll interval when nobody wakes the relay.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -18,28 +18,11 @@ const POLL: Duration = Duration::from_millis(50);
 pub async fn run(app: App, mut shutdown: watch::Receiver<bool>) {
     loop {
         loop {
-            // An idle poll only reads (reader connection): no write transaction when the
-            // outbox is drained. A commit happens before its wake-up, so the reader sees it.
-            let pending = app
-                .db
-                .read(|c| {
-                    Ok(c.prepare_cached(
-                        "SELECT EXISTS (SELECT 1 FROM outbox WHERE published = 0)",
-                    )?
-                    .query_row([], |r| r.get::<_, bool>(0))?)
-                })
-                .await;
+            let pending = app.store.outbox_pending().await;
             if matches!(pending, Ok(false)) {
                 break;
             }
-            let now = app.clock.now_ms();
-            // One group-commit job: both consumers' transactions (SAVEPOINTs) and the
-            // `published` mark commit together, with the other queued writes, in one fsync.
-            match app
-                .db
-                .write(Durability::Full, move |c| publish_batch(c, now))
-                .await
-            {
+            match app.store.publish_batch(app.clock.now_ms()).await {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => {

@@ -94,7 +94,7 @@ impl Problem {
     /// 503 `busy` with `Retry-After` when the writer's queue is full, else [`Problem::internal`].
     pub fn from_db(e: crate::db::DbError) -> Self {
         match e {
-            crate::db::DbError::Busy => {
+            crate::db::DbError::Busy | crate::db::DbError::Conflict(_) => {
                 let mut p = Self::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "busy",

@@ -5,7 +5,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection};
 use tokio::sync::watch;
 
-use crate::db::{DbError, Durability};
+use crate::db::DbError;
 use crate::{gateway, idempotency, ledger, transfer, App};
 
 /// What one reaper pass did.
@@ -47,22 +47,14 @@ pub async fn run(app: App, mut shutdown: watch::Receiver<bool>) {
 /// One pass: resolve every key whose lease ran out, then expire old buckets.
 pub async fn pass(app: &App) -> Result<Pass, DbError> {
     let mut p = Pass::default();
-    // The lease is measured in this process's monotonic time, never the wall clock: a
-    // lock held by another (dead) process is out at once, one of ours after lock_timeout.
+    // The lease is measured in monotonic time, never the wall clock (each store says how
+    // it judges another process's locks).
     let timeout_ms = i64::try_from(app.config.lock_timeout.as_millis()).unwrap_or(i64::MAX);
-    let (me, cutoff) = (
-        app.instance.clone(),
-        app.mono_ms().saturating_sub(timeout_ms),
-    );
-    let stuck = app.db.read(move |c| stuck_keys(c, &me, cutoff)).await?;
+    let stuck = app.store.stuck_keys(timeout_ms).await?;
     let rules = app.rules(transfer::Authorised::Yes);
     for key in stuck {
         let now = app.clock.now_ms();
-        let outcome = app
-            .db
-            .write(Durability::Full, move |c| resolve(c, &key, now, rules))
-            .await?;
-        match outcome {
+        match app.store.resolve(key, now, rules).await? {
             Resolved::Completed => p.completed += 1,
             Resolved::Finished => p.finished += 1,
             Resolved::Released => p.released += 1,
@@ -72,59 +64,37 @@ pub async fn pass(app: &App) -> Result<Pass, DbError> {
     if p.finished > 0 {
         app.relay_wake.notify_one();
     }
-    p.expired = expire(app).await?;
+    // Whole expired buckets (and the gateway's records after the same window).
+    p.expired = app
+        .store
+        .expire(app.clock.now_ms(), app.key_window_ms())
+        .await?;
     Ok(p)
 }
 
-/// Whole expired buckets, a chunk per group-commit job: between chunks the requests'
-/// commits go through, so a 100k-row bucket never stalls them for its whole delete.
-/// The gateway's records go after the same window.
-async fn expire(app: &App) -> Result<usize, DbError> {
-    let now = app.clock.now_ms();
-    let window_ms = app.key_window_ms();
-    let mut expired = 0;
-    loop {
-        let n = app
-            .db
-            .write(Durability::Full, move |c| {
-                idempotency::expire_chunk(c, now, window_ms, EXPIRE_CHUNK)
-            })
-            .await?;
-        expired += n;
-        if n < EXPIRE_CHUNK {
-            break;
-        }
-    }
-    let before = now.saturating_sub(window_ms);
-    while app
-        .db
-        .write(Durability::Normal, move |c| {
-            gateway::expire_chunk(c, before, EXPIRE_CHUNK)
-        })
-        .await?
-        == EXPIRE_CHUNK
-    {}
-    Ok(expired)
-}
-
-/// Key rows removed per expiry transaction.
-const EXPIRE_CHUNK: usize = 1_000;
-
 /// A key whose lease ran out.
 #[derive(Debug, Clone)]
-struct Stuck {
-    user: String,
-    key: String,
-    lock_id: String,
-    hash: Vec<u8>,
-    body: Option<Vec<u8>>,
+pub struct Stuck {
+    /// Owner of the key.
+    pub user: String,
+    /// The key.
+    pub key: String,
+    /// The lock it is held under.
+    pub lock_id: String,
+    /// Stored request fingerprint.
+    pub hash: Vec<u8>,
+    /// Stored request body (finishes an authorised transfer).
+    pub body: Option<Vec<u8>>,
 }
 
 /// What the reaper did with one stuck key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Resolved {
+pub enum Resolved {
+    /// Money had moved: completed from the ledger debit.
     Completed,
+    /// Authorised but not debited: finished through the fenced commit.
     Finished,
+    /// Neither: released, so a retry executes once.
     Released,
     /// Its holder finished (or lost) it meanwhile: nothing to do.
     Moved,
@@ -132,7 +102,11 @@ enum Resolved {
 
 /// Keys `IN_PROGRESS` under a lease that ran out: taken by another process, or by this
 /// one before `mono_cutoff`.
-fn stuck_keys(conn: &Connection, me: &str, mono_cutoff: i64) -> Result<Vec<Stuck>, DbError> {
+pub(crate) fn stuck_keys(
+    conn: &Connection,
+    me: &str,
+    mono_cutoff: i64,
+) -> Result<Vec<Stuck>, DbError> {
     let mut stmt = conn.prepare_cached(
         "SELECT user_id, idem_key, lock_id, request_hash, request_body FROM idempotency_keys
          WHERE state = 'in_progress' AND (lock_instance <> ?1 OR lock_mono_ms < ?2)",
@@ -151,7 +125,7 @@ fn stuck_keys(conn: &Connection, me: &str, mono_cutoff: i64) -> Result<Vec<Stuck
 
 /// Resolves one stuck key in one transaction: the ledger says whether money moved, the
 /// gateway whether it was authorised; only a key with neither is released.
-fn resolve(
+pub(crate) fn resolve(
     conn: &mut Connection,
     s: &Stuck,
     now_ms: i64,
@@ -186,8 +160,11 @@ fn resolve(
 mod tests {
     use super::*;
 
-    use crate::db::Db;
+    use crate::db::{Db, Durability};
     use crate::ledger::TransferRecord;
+
+    /// Key rows removed per expiry transaction (as the SQLite store does).
+    const EXPIRE_CHUNK: usize = 1_000;
 
     fn stuck_key(c: &Connection, key: &str, instance: &str, mono: i64) {
         c.execute(

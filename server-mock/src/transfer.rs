@@ -4,11 +4,12 @@
 use axum::http::StatusCode;
 use rusqlite::params;
 
-use crate::db::{is_unique_violation, DbError, Durability};
+use crate::db::{is_unique_violation, DbError};
 use crate::gateway;
-use crate::idempotency::{self, Claim, Existing, NewKey};
+use crate::idempotency::{self, Claim, Existing};
 use crate::ledger::{self, TransferRecord};
 use crate::problem::Problem;
+use crate::store::NewClaim;
 use crate::App;
 
 mod validate;
@@ -53,7 +54,19 @@ impl From<Problem> for Answer {
 }
 
 impl Answer {
-    fn replay(status: u16, body: Vec<u8>) -> Self {
+    /// The 201 of the request that moved the money.
+    pub(crate) fn committed(body: Vec<u8>) -> Self {
+        Self {
+            status: 201,
+            body,
+            replayed: false,
+            retry_after: None,
+            committed: true,
+        }
+    }
+
+    /// A stored outcome answered again.
+    pub(crate) fn replay(status: u16, body: Vec<u8>) -> Self {
         Self {
             status,
             body,
@@ -131,7 +144,7 @@ async fn run(
     // (2) Gateway step, idempotent on the key and persisted: repeating it after a crash or
     // a reaper release gets the same authorisation back.
     let auth = gateway::authorize(
-        &app.db,
+        &*app.store,
         app.faults.gateway_delay(),
         &caller.user_id,
         key,
@@ -158,12 +171,9 @@ async fn run(
         }
         Err(e) => {
             // Nothing committed: release the key now rather than after the lock timeout.
-            let (user, key) = (caller.user_id.clone(), key.to_string());
             let released = app
-                .db
-                .write(Durability::Full, move |c| {
-                    idempotency::release(c, &user, &key, &lock_id)
-                })
+                .store
+                .release(caller.user_id.clone(), key.to_string(), lock_id)
                 .await;
             if let Err(re) = released {
                 tracing::warn!(%re, "could not release key after a failed commit; the reaper will");
@@ -181,13 +191,11 @@ async fn answer_from_row(
     key: &str,
     hash: &[u8],
 ) -> Result<Option<Answer>, DbError> {
-    let (user, key, hash) = (caller.user_id.clone(), key.to_string(), hash.to_vec());
-    app.db
-        .read(move |c| {
-            let row = idempotency::read(c, &user, &key)?;
-            Ok(row.map(|r| answer_existing(r.into_existing(&hash))))
-        })
-        .await
+    let row = app
+        .store
+        .key_row(caller.user_id.clone(), key.to_string())
+        .await?;
+    Ok(row.map(|r| answer_existing(r.into_existing(hash))))
 }
 
 /// What a request gets when its key is already taken.
@@ -212,47 +220,22 @@ async fn claim(
     hash: &[u8],
     lock_id: &str,
 ) -> Result<Claim, DbError> {
-    let (user, key, body, hash, lock) = (
-        caller.user_id.clone(),
-        key.to_string(),
-        body.to_vec(),
-        hash.to_vec(),
-        lock_id.to_string(),
-    );
-    let now_ms = app.clock.now_ms();
-    let width = idempotency::bucket_width_ms(app.key_window_ms());
-    let app2 = app.clone();
-    // The claim commits with synchronous=NORMAL (group commit, no fsync of its own).
-    // Safe because a claim moves no money: it only has to be durable before money moves,
-    // and the debit transaction below is FULL — in WAL mode its fsync also makes this
-    // earlier commit durable. A process crash (abort, SIGKILL) keeps a NORMAL commit; a
-    // power loss before the debit commit may forget the IN_PROGRESS row, and then the
-    // client's retry claims again and repeats the gateway step, which is idempotent on the
-    // key (same authorisation, no second charge). Any answer given meanwhile from this row
-    // is 409 / 422, never a 201: completed rows are only ever written by FULL commits.
-    app.db
-        .write(Durability::Normal, move |c| {
-            idempotency::claim(
-                c,
-                &NewKey {
-                    user_id: &user,
-                    key: &key,
-                    hash: &hash,
-                    lock_id: &lock,
-                    // Taken inside the job: the lease starts when the row is written.
-                    lease: app2.lease(),
-                    body: &body,
-                    now_ms,
-                    bucket_width_ms: width,
-                },
-            )
+    app.store
+        .claim(NewClaim {
+            user_id: caller.user_id.clone(),
+            key: key.to_string(),
+            hash: hash.to_vec(),
+            lock_id: lock_id.to_string(),
+            body: body.to_vec(),
+            now_ms: app.clock.now_ms(),
+            bucket_width_ms: idempotency::bucket_width_ms(app.key_window_ms()),
         })
         .await
 }
 
 /// What the money transaction enforces besides the ledger's own constraints.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Rules {
+pub struct Rules {
     /// Check the lock first (always, but in a test-only unfenced build).
     pub fenced: bool,
     /// Whether the gateway authorised the payment.
@@ -264,7 +247,7 @@ pub(crate) struct Rules {
 
 /// Whether the gateway authorised the payment before the commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Authorised {
+pub enum Authorised {
     /// It did: the commit may move money.
     Yes,
     /// The balance pre-check skipped it: the commit may only store a 402.
@@ -273,8 +256,7 @@ pub(crate) enum Authorised {
 
 /// Whether the caller's balance covers `amount` now (a read; the commit decides).
 async fn covers(app: &App, caller: &Caller, amount: i64) -> Result<bool, DbError> {
-    let user = caller.user_id.clone();
-    let balance = app.db.read(move |c| ledger::balance(c, &user)).await?;
+    let balance = app.store.balance(caller.user_id.clone()).await?;
     Ok(balance >= amount)
 }
 
@@ -298,11 +280,9 @@ async fn commit(
         created_at_ms: app.clock.now_ms(),
         idempotency_key: key.to_string(),
     };
-    let (hash, lock, rules) = (hash.to_vec(), lock_id.to_string(), app.rules(authorised));
-    app.db
-        .write(Durability::Full, move |c| {
-            commit_transfer(c, &record, &hash, &lock, rules)
-        })
+    let rules = app.rules(authorised);
+    app.store
+        .commit(record, hash.to_vec(), lock_id.to_string(), rules)
         .await
 }
 
@@ -350,9 +330,11 @@ pub(crate) fn commit_transfer(
         return Ok(Problem::key_in_use().into());
     }
     let balance = ledger::balance(&tx, user)?;
-    let recipient_full = ledger::balance(&tx, &record.to_user_id)?
-        .checked_add(record.amount_minor)
-        .is_none_or(|b| b > rules.max_balance);
+    let recipient_full = recipient_full(
+        ledger::balance(&tx, &record.to_user_id)?,
+        record.amount_minor,
+        rules.max_balance,
+    );
     let sp = tx.savepoint()?;
     match ledger::insert_debit(&sp, record, hash) {
         Err(e) if is_unique_violation(&e) => {
@@ -376,14 +358,7 @@ pub(crate) fn commit_transfer(
         Err(e) => Err(e.into()),
         Ok(()) if balance < record.amount_minor => {
             drop(sp); // rolls the debit back
-            let problem = Problem::new(
-                StatusCode::PAYMENT_REQUIRED,
-                "insufficient_funds",
-                format!(
-                    "balance {balance} is less than amount {}",
-                    record.amount_minor
-                ),
-            );
+            let problem = insufficient_funds(balance, record.amount_minor);
             let body = problem.body_bytes();
             idempotency::complete(&tx, user, key, lock_id, 402, &body)?;
             tx.commit()?;
@@ -391,11 +366,7 @@ pub(crate) fn commit_transfer(
         }
         Ok(()) if recipient_full => {
             drop(sp);
-            let problem = Problem::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "recipient_balance_limit",
-                "the recipient's balance would exceed the highest balance a wallet may hold",
-            );
+            let problem = recipient_balance_limit();
             let body = problem.body_bytes();
             idempotency::complete(&tx, user, key, lock_id, 422, &body)?;
             tx.commit()?;
@@ -423,13 +394,30 @@ pub(crate) fn commit_transfer(
             ])?;
             idempotency::complete(&tx, user, key, lock_id, 201, &body)?;
             tx.commit()?;
-            Ok(Answer {
-                status: 201,
-                body,
-                replayed: false,
-                retry_after: None,
-                committed: true,
-            })
+            Ok(Answer::committed(body))
         }
     }
+}
+
+/// The stored 402 of a transfer the balance does not cover.
+pub(crate) fn insufficient_funds(balance: i64, amount: i64) -> Problem {
+    Problem::new(
+        StatusCode::PAYMENT_REQUIRED,
+        "insufficient_funds",
+        format!("balance {balance} is less than amount {amount}"),
+    )
+}
+
+/// The stored 422 of a transfer that would take the recipient past the highest balance.
+pub(crate) fn recipient_balance_limit() -> Problem {
+    Problem::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "recipient_balance_limit",
+        "the recipient's balance would exceed the highest balance a wallet may hold",
+    )
+}
+
+/// Whether crediting `amount` takes a recipient holding `balance` past `max_balance`.
+pub(crate) fn recipient_full(balance: i64, amount: i64, max_balance: i64) -> bool {
+    balance.checked_add(amount).is_none_or(|b| b > max_balance)
 }

@@ -3,12 +3,12 @@
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::{authenticate, json, parse_json, read_body, require_json};
 use crate::problem::Problem;
-use crate::{ledger, App};
+use crate::store::NewBeneficiary;
+use crate::App;
 
 #[derive(Serialize)]
 struct Wallet {
@@ -20,10 +20,9 @@ struct Wallet {
 /// `GET /v1/wallet`: the balance is the sum of the caller's ledger.
 pub async fn wallet(State(app): State<App>, headers: HeaderMap) -> Result<Response, Problem> {
     let caller = authenticate(&app, &headers).await?;
-    let user = caller.user_id.clone();
     let balance = app
-        .db
-        .read(move |c| ledger::balance(c, &user))
+        .store
+        .balance(caller.user_id.clone())
         .await
         .map_err(Problem::from_db)?;
     Ok(json(
@@ -80,15 +79,8 @@ pub async fn put_profile(State(app): State<App>, req: Request) -> Result<Respons
     require_json(&parts.headers)?;
     let body: ProfileBody = parse_json(&read_body(&parts.headers, body).await?)?;
     let display_name = clean_text("display_name", &body.display_name, 100)?;
-    let (user, name) = (caller.user_id.clone(), display_name.clone());
-    app.db
-        .call(move |c| {
-            c.execute(
-                "UPDATE users SET display_name = ?2 WHERE user_id = ?1",
-                params![user, name],
-            )?;
-            Ok(())
-        })
+    app.store
+        .set_display_name(caller.user_id.clone(), display_name.clone())
         .await
         .map_err(Problem::from_db)?;
     Ok(json(
@@ -104,14 +96,6 @@ pub async fn put_profile(State(app): State<App>, req: Request) -> Result<Respons
 struct BeneficiaryBody {
     phone: String,
     name: String,
-}
-
-#[derive(Serialize)]
-struct Beneficiary {
-    beneficiary_id: String,
-    phone: String,
-    name: String,
-    created_at: String,
 }
 
 /// Beneficiaries one user may keep.
@@ -135,44 +119,15 @@ pub async fn post_beneficiary(State(app): State<App>, req: Request) -> Result<Re
         ));
     }
     let name = clean_text("name", &body.name, 100)?;
-    let id = format!("ben_{}", uuid::Uuid::now_v7().simple());
-    let now = app.clock.now_ms();
-    let user = caller.user_id;
     let outcome = app
-        .db
-        .call(move |c| {
-            // A cap per user, so beneficiaries cannot grow without bound; a repeat of an
-            // existing phone is still answered with its record.
-            let (count, exists): (i64, bool) = c.query_row(
-                "SELECT COUNT(*), COALESCE(SUM(phone = ?2), 0) > 0 FROM beneficiaries WHERE user_id = ?1",
-                params![user, phone],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
-            if count >= MAX_BENEFICIARIES && !exists {
-                return Ok(None);
-            }
-            // The unique constraint decides; the select only reads the winner.
-            let inserted = c.execute(
-                "INSERT INTO beneficiaries (beneficiary_id, user_id, phone, name, created_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (user_id, phone) DO NOTHING",
-                params![id, user, phone, name, now],
-            )?;
-            let row = c
-                .query_row(
-                    "SELECT beneficiary_id, phone, name, created_at_ms FROM beneficiaries
-                     WHERE user_id = ?1 AND phone = ?2",
-                    params![user, phone],
-                    |r| {
-                        Ok(Beneficiary {
-                            beneficiary_id: r.get(0)?,
-                            phone: r.get(1)?,
-                            name: r.get(2)?,
-                            created_at: crate::clock::rfc3339(r.get(3)?),
-                        })
-                    },
-                )
-                .optional()?;
-            Ok(Some((inserted == 1, row)))
+        .store
+        .add_beneficiary(NewBeneficiary {
+            beneficiary_id: format!("ben_{}", uuid::Uuid::now_v7().simple()),
+            user_id: caller.user_id,
+            phone,
+            name,
+            now_ms: app.clock.now_ms(),
+            max_per_user: MAX_BENEFICIARIES,
         })
         .await
         .map_err(Problem::from_db)?;

@@ -15,7 +15,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use axum::Router;
-use rusqlite::{params, OptionalExtension};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -120,20 +119,8 @@ pub(crate) async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Calle
         .ok_or_else(Problem::unauthenticated)?;
     let (hash, now) = (crate::auth::token_hash(&token), app.clock.now_ms());
     let found = app
-        .db
-        .read_auth(move |c| {
-            Ok(c.prepare_cached(
-                "SELECT user_id, currency FROM users WHERE token = ?1
-                     AND (token_expires_at_ms IS NULL OR token_expires_at_ms > ?2)",
-            )?
-            .query_row(params![hash, now], |r| {
-                Ok(Caller {
-                    user_id: r.get(0)?,
-                    currency: r.get(1)?,
-                })
-            })
-            .optional()?)
-        })
+        .store
+        .caller(hash, now)
         .await
         .map_err(Problem::from_db)?;
     found.ok_or_else(Problem::unauthenticated)

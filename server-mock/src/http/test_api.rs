@@ -10,14 +10,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::{delete, get, post, put};
 use axum::Router;
-use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 
 use super::{authenticate, json, parse_json, read_body, require_json};
-use crate::db::{DbError, Durability};
 use crate::faults::FaultPatch;
 use crate::problem::Problem;
-use crate::{ledger, outbox, reaper, transfer, App};
+use crate::store::{self, Stats, UserChange};
+use crate::{reaper, transfer, App};
 
 /// Largest clock jump the test API makes, either way.
 const MAX_CLOCK_JUMP_MS: u64 = 10 * 366 * 86_400_000;
@@ -100,29 +99,15 @@ async fn create_user(State(app): State<App>, req: Request) -> Result<Response, P
             "token_ttl_ms must be between 1 ms and ten years",
         ));
     }
-    let (u, t) = (user_id.clone(), crate::auth::token_hash(&token));
-    app.db
-        .call(move |c| {
-            let tx = c.transaction()?;
-            tx.execute(
-                "INSERT INTO users (user_id, token, display_name, currency, created_at_ms,
-                                    token_expires_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    u,
-                    t,
-                    display_name,
-                    body.currency,
-                    now,
-                    now.saturating_add(ttl)
-                ],
-            )?;
-            // The opening balance is a ledger entry: balance is always the ledger's sum.
-            if body.balance_minor > 0 {
-                ledger::deposit(&tx, &u, body.balance_minor, &body.currency, now)?;
-            }
-            tx.commit()?;
-            Ok(())
+    app.store
+        .create_user(store::NewUser {
+            user_id: user_id.clone(),
+            token_hash: crate::auth::token_hash(&token),
+            display_name,
+            currency: body.currency,
+            balance_minor: body.balance_minor,
+            now_ms: now,
+            token_expires_at_ms: now.saturating_add(ttl),
         })
         .await
         .map_err(Problem::from_db)?;
@@ -135,13 +120,7 @@ async fn remove_user(
     State(app): State<App>,
     Path(user_id): Path<String>,
 ) -> Result<Response, Problem> {
-    change_user(
-        &app,
-        "DELETE FROM users WHERE user_id = ?1",
-        user_id,
-        "removed",
-    )
-    .await
+    change_user(&app, UserChange::Remove, user_id, "removed").await
 }
 
 /// Revokes a user's token: every request with it is 401 from now on.
@@ -149,22 +128,19 @@ async fn revoke_token(
     State(app): State<App>,
     Path(user_id): Path<String>,
 ) -> Result<Response, Problem> {
-    let sql = "UPDATE users SET token_expires_at_ms = 0 WHERE user_id = ?1";
-    change_user(&app, sql, user_id, "revoked").await
+    change_user(&app, UserChange::Revoke, user_id, "revoked").await
 }
 
-/// Runs `sql` on one user's row; 404 when there is no such user.
+/// Makes `change` to one user's row; 404 when there is no such user.
 async fn change_user(
     app: &App,
-    sql: &'static str,
+    change: UserChange,
     user_id: String,
     done: &str,
 ) -> Result<Response, Problem> {
     let changed = app
-        .db
-        .write(Durability::Full, move |c| {
-            Ok(c.execute(sql, params![user_id])?)
-        })
+        .store
+        .change_user(change, user_id)
         .await
         .map_err(Problem::from_db)?;
     if changed == 0 {
@@ -243,19 +219,11 @@ async fn get_ledger(
 ) -> Result<Response, Problem> {
     let (after, limit) = Page::parse(query)?;
     let entries = app
-        .db
-        .read(move |c| ledger::entries_page(c, after, limit))
+        .store
+        .ledger_page(after, limit)
         .await
         .map_err(Problem::from_db)?;
     Ok(json(StatusCode::OK, &entries))
-}
-
-#[derive(Serialize)]
-struct Sms {
-    sms_id: i64,
-    user_id: String,
-    transfer_id: String,
-    text: String,
 }
 
 async fn get_sms(
@@ -264,22 +232,8 @@ async fn get_sms(
 ) -> Result<Response, Problem> {
     let (after, limit) = Page::parse(query)?;
     let sms = app
-        .db
-        .read(move |c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT sms_id, user_id, transfer_id, text FROM sms
-                 WHERE sms_id > ?1 ORDER BY sms_id LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![after, limit], |r| {
-                Ok(Sms {
-                    sms_id: r.get(0)?,
-                    user_id: r.get(1)?,
-                    transfer_id: r.get(2)?,
-                    text: r.get(3)?,
-                })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
-        })
+        .store
+        .sms_page(after, limit)
         .await
         .map_err(Problem::from_db)?;
     Ok(json(StatusCode::OK, &sms))
@@ -299,47 +253,17 @@ struct Replayed {
 async fn replay_outbox(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let body: ReplayBody = parse_optional(&body_of(req).await?)?;
     let republished = app
-        .db
-        .call(move |c| outbox::replay_from(c, body.from_event))
+        .store
+        .replay_outbox(body.from_event)
         .await
         .map_err(Problem::from_db)?;
     app.relay_wake.notify_one();
     Ok(json(StatusCode::OK, &Replayed { republished }))
 }
 
-/// Counters the tests and the simulator check invariants with.
-#[derive(Serialize, Debug, Clone, Copy)]
-pub struct Stats {
-    idempotency_keys: i64,
-    keys_in_progress: i64,
-    outbox_pending: i64,
-    ledger_entries: i64,
-    sms_sent: i64,
-    credits: i64,
-    gateway_authorizations: i64,
-    gateway_calls: i64,
-}
-
-fn stats(c: &Connection) -> Result<Stats, DbError> {
-    let count = |sql: &str| -> Result<i64, DbError> { Ok(c.query_row(sql, [], |r| r.get(0))?) };
-    let (auths, calls) = crate::gateway::counts(c)?;
-    Ok(Stats {
-        idempotency_keys: count("SELECT COUNT(*) FROM idempotency_keys")?,
-        keys_in_progress: count(
-            "SELECT COUNT(*) FROM idempotency_keys WHERE state = 'in_progress'",
-        )?,
-        outbox_pending: count("SELECT COUNT(*) FROM outbox WHERE published = 0")?,
-        ledger_entries: count("SELECT COUNT(*) FROM ledger")?,
-        sms_sent: count("SELECT COUNT(*) FROM sms")?,
-        credits: count("SELECT COUNT(*) FROM ledger WHERE kind = 'credit'")?,
-        gateway_authorizations: auths,
-        gateway_calls: calls,
-    })
-}
-
 /// Database counters, the gateway's included (its records survive restarts).
 async fn all_stats(app: &App) -> Result<Stats, Problem> {
-    app.db.read(|c| stats(c)).await.map_err(Problem::from_db)
+    app.store.stats().await.map_err(Problem::from_db)
 }
 
 async fn get_stats(State(app): State<App>) -> Result<Response, Problem> {
@@ -428,17 +352,15 @@ async fn bench_plain(State(app): State<App>, req: Request) -> Result<Response, P
     let bytes = read_body(headers, body).await?;
     let valid = transfer::validate(&app, &caller, &bytes).await?;
     let now = app.clock.now_ms();
-    // The same group-commit path and durability (FULL) as a transfer's money transaction,
-    // so the baseline gets the same batching under load.
     let id = app
-        .db
-        .write(Durability::Full, move |c| {
-            c.prepare_cached(
-                "INSERT INTO bench_plain (user_id, to_user_id, amount_minor, currency, note, created_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![caller.user_id, valid.to_user_id, valid.amount_minor, valid.currency, valid.note, now])?;
-            Ok(c.last_insert_rowid())
+        .store
+        .bench_plain(store::PlainRow {
+            user_id: caller.user_id,
+            to_user_id: valid.to_user_id,
+            amount_minor: valid.amount_minor,
+            currency: valid.currency,
+            note: valid.note,
+            now_ms: now,
         })
         .await
         .map_err(Problem::from_db)?;

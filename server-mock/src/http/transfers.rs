@@ -11,7 +11,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::{authenticate, read_body, require_json};
-use crate::db::Durability;
 use crate::idempotency::{self, parse_key, KeyError};
 use crate::ledger;
 use crate::problem::Problem;
@@ -156,8 +155,8 @@ pub async fn get_by_id(
     take_request(&app, &caller)?;
     let Path(transfer_id) = path.map_err(|e| Problem::invalid(e.body_text()))?;
     let record = app
-        .db
-        .read(move |c| ledger::debit_by_transfer(c, &caller.user_id, &transfer_id))
+        .store
+        .debit_by_transfer(caller.user_id, transfer_id)
         .await
         .map_err(Problem::from_db)?;
     record
@@ -178,10 +177,9 @@ pub async fn get_by_key(
         .get("idempotency_key")
         .ok_or_else(|| key_problem(KeyError::Missing))?;
     let key = parse_key(raw.as_bytes()).map_err(key_problem)?;
-    let (user, k) = (caller.user_id.clone(), key.clone());
     let mut found = app
-        .db
-        .read(move |c| lookup(c, &user, &k))
+        .store
+        .lookup(caller.user_id.clone(), key.clone())
         .await
         .map_err(Problem::from_db)?;
     if matches!(found, Err(None)) {
@@ -195,21 +193,8 @@ pub async fn get_by_key(
         let width = idempotency::bucket_width_ms(app.key_window_ms());
         let body = transfer_not_found().body_bytes();
         found = app
-            .db
-            .write(Durability::Full, move |c| {
-                if let Some((record, _)) = ledger::debit_by_key(c, &caller.user_id, &key)? {
-                    return Ok(Ok(record));
-                }
-                // None: closed by this look-up, so its 404 is a first answer, not a replay.
-                Ok(Err(idempotency::close_unexecuted(
-                    c,
-                    &caller.user_id,
-                    &key,
-                    now,
-                    width,
-                    &body,
-                )?))
-            })
+            .store
+            .close_unexecuted(caller.user_id, key, now, width, body)
             .await
             .map_err(Problem::from_db)?;
     }
@@ -229,16 +214,4 @@ pub async fn get_by_key(
         Err(Some(_)) => Err(Problem::key_in_use()),
         Err(None) => Err(transfer_not_found()),
     }
-}
-
-/// The ledger first (it outlives the key row: window expiry), then the key row.
-fn lookup(
-    c: &rusqlite::Connection,
-    user: &str,
-    key: &str,
-) -> Result<Result<ledger::TransferRecord, Option<idempotency::KeyRow>>, crate::db::DbError> {
-    if let Some((record, _)) = ledger::debit_by_key(c, user, key)? {
-        return Ok(Ok(record));
-    }
-    Ok(Err(idempotency::read(c, user, key)?))
 }

@@ -2,7 +2,6 @@
 //! and note are within limits, the recipient exists in the same currency.
 
 use axum::http::StatusCode;
-use rusqlite::{params, OptionalExtension};
 use serde::Deserialize;
 
 use super::Caller;
@@ -74,16 +73,9 @@ pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTr
     if parsed.to_user_id == caller.user_id {
         return Err(Problem::invalid("a transfer to yourself is not allowed"));
     }
-    let to = parsed.to_user_id.clone();
-    let recipient_currency: Option<String> = app
-        .db
-        .read(move |c| {
-            Ok(
-                c.prepare_cached("SELECT currency FROM users WHERE user_id = ?1")?
-                    .query_row(params![to], |r| r.get(0))
-                    .optional()?,
-            )
-        })
+    let recipient_currency = app
+        .store
+        .user_currency(parsed.to_user_id.clone())
         .await
         .map_err(Problem::from_db)?;
     match recipient_currency {

@@ -1,4 +1,8 @@
-//! Helpers shared by the integration tests: a server on a real SQLite file, a client.
+//! Helpers shared by the integration tests: a server on a real database, a client.
+//!
+//! One suite, two backends: with `SENDONCE_TEST_POSTGRES` set to a PostgreSQL URL (what
+//! `scripts/pg start` prints), every server of the suite runs on a fresh database of that
+//! cluster; without it, on a fresh SQLite file.
 
 use std::time::Duration;
 
@@ -57,10 +61,53 @@ pub fn client() -> reqwest::Client {
         .expect("client")
 }
 
+/// The PostgreSQL cluster the suite runs on, if any.
+pub fn postgres() -> Option<String> {
+    std::env::var("SENDONCE_TEST_POSTGRES")
+        .ok()
+        .filter(|u| !u.is_empty())
+}
+
+/// A fresh, empty database: a new database of the PostgreSQL cluster, or the SQLite file
+/// `name` in `dir`.
+pub async fn fresh_db(dir: &std::path::Path, name: &str) -> String {
+    let Some(url) = postgres() else {
+        return dir.join(name).to_string_lossy().into_owned();
+    };
+    let db = format!("t_{}", uuid::Uuid::new_v4().simple());
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to SENDONCE_TEST_POSTGRES");
+    let task = tokio::spawn(conn);
+    client
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .await
+        .expect("create database");
+    drop(client);
+    let _ = task.await;
+    with_database(&url, &db)
+}
+
+/// `url` with its database name replaced by `db`.
+pub fn with_database(url: &str, db: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let base = match base[scheme_end..].find('/') {
+        Some(slash) => &base[..scheme_end + slash],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{db}?{q}"),
+        None => format!("{base}/{db}"),
+    }
+}
+
 pub async fn start_with(tune: impl FnOnce(&mut ServerConfig)) -> TestServer {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut config = ServerConfig {
-        db: dir.path().join("mock.db").to_string_lossy().into_owned(),
+        db: fresh_db(dir.path(), "mock.db").await,
         ..ServerConfig::default()
     };
     tune(&mut config);

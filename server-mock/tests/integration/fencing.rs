@@ -296,7 +296,7 @@ async fn a_finished_key_replays_before_validation() {
 #[tokio::test]
 async fn killed_after_the_gateway_authorised_then_restarted_one_authorisation_one_debit() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("auth.db");
+    let db = fresh_db(dir.path(), "auth.db").await;
     let (mut child, url) = spawn_binary(&db, &["--lock-timeout", "1s"]);
     let s = server_at(&url).await;
     let (a, b) = (s.user("A", 10_000).await, s.user("B", 0).await);

@@ -4,6 +4,8 @@ mod common;
 mod concurrency;
 mod contract;
 mod fencing;
+mod instances;
+mod partitions;
 mod properties;
 mod recovery;
 mod security;

@@ -19,7 +19,7 @@ impl Drop for Proc {
 }
 
 /// The server binary on `db`, with the port it printed.
-pub(crate) fn spawn_binary(db: &std::path::Path, extra: &[&str]) -> (Proc, String) {
+pub(crate) fn spawn_binary(db: &str, extra: &[&str]) -> (Proc, String) {
     // Through sh only to switch core dumps off: the crash test aborts on purpose.
     let mut child = Command::new("sh")
         .args(["-c", "ulimit -c 0; exec \"$0\" \"$@\""])
@@ -109,7 +109,7 @@ impl TestServerRef {
 #[tokio::test]
 async fn crash_between_key_insert_and_ledger_then_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("crash.db");
+    let db = fresh_db(dir.path(), "crash.db").await;
     let flags = ["--lock-timeout", "2s"];
     let (mut child, url) = spawn_binary(&db, &flags);
     let s = server_at(&url).await;
@@ -166,7 +166,7 @@ async fn crash_between_key_insert_and_ledger_then_restart() {
 #[tokio::test]
 async fn sigkill_during_gateway_step_then_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("kill.db");
+    let db = fresh_db(dir.path(), "kill.db").await;
     let (mut child, url) = spawn_binary(&db, &["--lock-timeout", "1s", "--gateway-delay", "3s"]);
     let s = server_at(&url).await;
     let (a, b) = (s.user("A", 10_000).await, s.user("B", 0).await);

@@ -394,6 +394,11 @@ async fn the_database_is_private_and_holds_no_token() {
             .status,
         201
     );
+    if postgres().is_some() {
+        // A file of our own exists only with SQLite; PostgreSQL's files are the cluster's.
+        eprintln!("skipped on PostgreSQL: the database is not a file of ours");
+        return;
+    }
     let db = std::path::PathBuf::from(&s.server.app().config.db);
     for suffix in ["", "-wal", "-shm"] {
         let path = format!("{}{suffix}", db.display());

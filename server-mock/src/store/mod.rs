@@ -1,0 +1,320 @@
+//! The storage interface every phase calls, and its two backends: SQLite (the embedded
+//! default, one process) and PostgreSQL (several server instances on one database).
+//!
+//! The pipeline (claim → gateway → fenced commit → reaper → relay → consumers) is written
+//! once against [`Store`]; a backend is chosen once, by the `--db` value ([`open`]).
+//! Each method is one visible unit of work: one transaction (or one read) on the backend.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::db::DbError;
+use crate::gateway::Authorization;
+use crate::idempotency::{Claim, KeyRow};
+use crate::ledger::{EntryJson, TransferRecord};
+use crate::reaper::{Resolved, Stuck};
+use crate::transfer::{Answer, Caller, Rules};
+
+pub mod postgres;
+pub mod sqlite;
+
+/// A store call in flight.
+pub type Fut<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbError>> + Send + 'a>>;
+
+/// What a look-up by key found: the debit (money moved), else the key row if any.
+pub type Lookup = Result<TransferRecord, Option<KeyRow>>;
+
+/// Who this server process is, for the locks it takes (see [`crate::idempotency::Lease`]).
+#[derive(Debug, Clone)]
+pub struct Instance {
+    /// Random id of this process (one per start).
+    pub id: Arc<str>,
+    /// When it started: lease ages are measured from it, never from the wall clock.
+    pub started: Instant,
+}
+
+impl Instance {
+    /// A new identity for a process starting now.
+    pub fn new() -> Self {
+        Self {
+            id: uuid::Uuid::new_v4().simple().to_string().into(),
+            started: Instant::now(),
+        }
+    }
+
+    /// Milliseconds since this process started (monotonic).
+    pub fn mono_ms(&self) -> i64 {
+        i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+impl Default for Instance {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A key claim as the transfer pipeline asks for it (the store adds the lease).
+#[derive(Debug, Clone)]
+pub struct NewClaim {
+    /// Owner of the key.
+    pub user_id: String,
+    /// The normalised key.
+    pub key: String,
+    /// Fingerprint of the request.
+    pub hash: Vec<u8>,
+    /// Random id of this attempt.
+    pub lock_id: String,
+    /// The exact request body.
+    pub body: Vec<u8>,
+    /// Server time now.
+    pub now_ms: i64,
+    /// Expiry bucket width.
+    pub bucket_width_ms: i64,
+}
+
+/// A beneficiary to add (unique per user and phone).
+#[derive(Debug, Clone)]
+pub struct NewBeneficiary {
+    /// Id for a new record.
+    pub beneficiary_id: String,
+    /// Owner.
+    pub user_id: String,
+    /// Normalised phone.
+    pub phone: String,
+    /// Display name.
+    pub name: String,
+    /// Server time now.
+    pub now_ms: i64,
+    /// Most beneficiaries a user may keep.
+    pub max_per_user: i64,
+}
+
+/// A beneficiary as answered.
+#[derive(Debug, Clone, Serialize)]
+pub struct Beneficiary {
+    /// Id.
+    pub beneficiary_id: String,
+    /// Phone.
+    pub phone: String,
+    /// Name.
+    pub name: String,
+    /// RFC 3339 creation time.
+    pub created_at: String,
+}
+
+/// What adding a beneficiary did: `None` when the user is at the limit.
+pub type BeneficiaryOutcome = Option<(bool, Option<Beneficiary>)>;
+
+/// A user created by the test API (its opening balance is a ledger deposit).
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    /// Id.
+    pub user_id: String,
+    /// "sha256:" + hex hash of the token.
+    pub token_hash: String,
+    /// Display name.
+    pub display_name: String,
+    /// Wallet currency.
+    pub currency: String,
+    /// Opening balance.
+    pub balance_minor: i64,
+    /// Server time now.
+    pub now_ms: i64,
+    /// When the token stops working.
+    pub token_expires_at_ms: i64,
+}
+
+/// A change the test API makes to one user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserChange {
+    /// The user becomes unknown (their ledger stays).
+    Remove,
+    /// Their token stops working.
+    Revoke,
+}
+
+/// One SMS as the test API lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sms {
+    /// Row id.
+    pub sms_id: i64,
+    /// Recipient.
+    pub user_id: String,
+    /// Transfer it tells about.
+    pub transfer_id: String,
+    /// The text.
+    pub text: String,
+}
+
+/// Counters the tests and the simulator check invariants with.
+#[derive(Serialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Key rows.
+    pub idempotency_keys: i64,
+    /// Key rows still in progress.
+    pub keys_in_progress: i64,
+    /// Outbox events not yet published.
+    pub outbox_pending: i64,
+    /// Ledger entries.
+    pub ledger_entries: i64,
+    /// SMS sent.
+    pub sms_sent: i64,
+    /// Ledger credits.
+    pub credits: i64,
+    /// Distinct gateway authorisations.
+    pub gateway_authorizations: i64,
+    /// Gateway calls.
+    pub gateway_calls: i64,
+}
+
+/// The benchmark baseline row: a transfer's data with no idempotency at all.
+#[derive(Debug, Clone)]
+pub struct PlainRow {
+    /// Sender.
+    pub user_id: String,
+    /// Recipient.
+    pub to_user_id: String,
+    /// Amount.
+    pub amount_minor: i64,
+    /// Currency.
+    pub currency: String,
+    /// Note.
+    pub note: Option<String>,
+    /// Server time now.
+    pub now_ms: i64,
+}
+
+/// Everything the server keeps, behind one interface (one implementation per database).
+pub trait Store: Send + Sync {
+    /// `sqlite` or `postgres`.
+    fn backend(&self) -> &'static str;
+
+    /// The user a token hash belongs to, if the token is still valid at `now_ms`.
+    fn caller(&self, token_hash: String, now_ms: i64) -> Fut<'_, Option<Caller>>;
+    /// A user's wallet currency (`None`: no such user).
+    fn user_currency(&self, user_id: String) -> Fut<'_, Option<String>>;
+    /// A user's balance: the sum of their ledger.
+    fn balance(&self, user_id: String) -> Fut<'_, i64>;
+    /// Sets a display name (a SET: repeating it changes nothing).
+    fn set_display_name(&self, user_id: String, name: String) -> Fut<'_, ()>;
+    /// Adds a beneficiary, or returns the one already stored for that phone.
+    fn add_beneficiary(&self, b: NewBeneficiary) -> Fut<'_, BeneficiaryOutcome>;
+
+    /// The key row for (user, key), if any.
+    fn key_row(&self, user_id: String, key: String) -> Fut<'_, Option<KeyRow>>;
+    /// Phase 1: inserts the key row `IN_PROGRESS` under this process's lease.
+    fn claim(&self, claim: NewClaim) -> Fut<'_, Claim>;
+    /// Phase 2's record: the gateway's authorisation for (user, key), idempotently.
+    fn authorize(
+        &self,
+        user_id: String,
+        key: String,
+        fresh_id: String,
+        now_ms: i64,
+    ) -> Fut<'_, Authorization>;
+    /// Phase 3: the fenced money transaction.
+    fn commit(
+        &self,
+        record: TransferRecord,
+        hash: Vec<u8>,
+        lock_id: String,
+        rules: Rules,
+    ) -> Fut<'_, Answer>;
+    /// Releases a key we hold (nothing committed), so a retry executes from scratch.
+    fn release(&self, user_id: String, key: String, lock_id: String) -> Fut<'_, ()>;
+    /// The ledger first (it outlives the key row), then the key row.
+    fn lookup(&self, user_id: String, key: String) -> Fut<'_, Lookup>;
+    /// Like [`Store::lookup`], but a key with neither a debit nor a row is closed as not
+    /// executed (its 404 stored), in the same transaction that checks the ledger again.
+    /// `Err(None)` means this call closed it.
+    fn close_unexecuted(
+        &self,
+        user_id: String,
+        key: String,
+        now_ms: i64,
+        bucket_width_ms: i64,
+        body: Vec<u8>,
+    ) -> Fut<'_, Lookup>;
+    /// The sender's debit for a transfer id.
+    fn debit_by_transfer(
+        &self,
+        user_id: String,
+        transfer_id: String,
+    ) -> Fut<'_, Option<TransferRecord>>;
+
+    /// Keys `IN_PROGRESS` whose lease ran out, as this process judges it.
+    fn stuck_keys(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>>;
+    /// Resolves one stuck key in one transaction (ledger, then gateway, then release).
+    fn resolve(&self, stuck: Stuck, now_ms: i64, rules: Rules) -> Fut<'_, Resolved>;
+    /// Removes whole expired key buckets and old gateway records; returns key rows removed.
+    fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize>;
+
+    /// Whether any outbox event waits to be published (a read).
+    fn outbox_pending(&self) -> Fut<'_, bool>;
+    /// Delivers one batch of unpublished events to the in-process consumers and marks it
+    /// published; returns how many events it handled (0: nothing pending).
+    fn publish_batch(&self, now_ms: i64) -> Fut<'_, usize>;
+    /// Marks every event from `from_event` on unpublished again (a broker replay).
+    fn replay_outbox(&self, from_event: i64) -> Fut<'_, usize>;
+
+    /// Test API: creates a user with an opening balance.
+    fn create_user(&self, user: NewUser) -> Fut<'_, ()>;
+    /// Test API: removes a user or revokes their token; returns rows changed.
+    fn change_user(&self, change: UserChange, user_id: String) -> Fut<'_, usize>;
+    /// Test API: ledger entries after `after`, oldest first.
+    fn ledger_page(&self, after: i64, limit: i64) -> Fut<'_, Vec<EntryJson>>;
+    /// Test API: SMS after `after`, oldest first.
+    fn sms_page(&self, after: i64, limit: i64) -> Fut<'_, Vec<Sms>>;
+    /// Test API: counters.
+    fn stats(&self) -> Fut<'_, Stats>;
+    /// Bench baseline: one plain insert with the durability of a transfer's commit.
+    fn bench_plain(&self, row: PlainRow) -> Fut<'_, i64>;
+}
+
+/// Shared handle to the store.
+pub type SharedStore = Arc<dyn Store>;
+
+/// Whether `db` names a PostgreSQL database (`postgres://`, `postgresql://`, or the
+/// key-value form with `host=`); anything else is a SQLite path or `:memory:`.
+pub fn is_postgres(db: &str) -> bool {
+    let lower = db.trim_start().to_ascii_lowercase();
+    lower.starts_with("postgres://")
+        || lower.starts_with("postgresql://")
+        || (lower.contains("host=") && lower.contains("dbname="))
+}
+
+/// Opens the backend `db` names, for the server process `instance` (`pool_size`: most
+/// connections a PostgreSQL store opens).
+pub async fn open(db: &str, pool_size: usize, instance: Instance) -> Result<SharedStore, DbError> {
+    if is_postgres(db) {
+        Ok(Arc::new(
+            postgres::PgStore::open(db, pool_size, instance).await?,
+        ))
+    } else {
+        let db = db.to_string();
+        let store = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&db, instance))
+            .await
+            .map_err(|e| DbError::Task(e.to_string()))??;
+        Ok(Arc::new(store))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_postgres;
+
+    #[test]
+    fn backend_is_chosen_by_the_db_value() {
+        assert!(is_postgres("postgres://u@127.0.0.1:5432/db"));
+        assert!(is_postgres("postgresql://u@%2Ftmp%2Fsock:5432/db"));
+        assert!(is_postgres("host=/tmp/sock port=5432 dbname=db user=u"));
+        assert!(!is_postgres("./mock.db"));
+        assert!(!is_postgres(":memory:"));
+        assert!(!is_postgres("postgres.db"));
+    }
+}

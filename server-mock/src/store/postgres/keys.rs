@@ -1,0 +1,507 @@
+//! Keys and money on PostgreSQL: claim, the fenced commit, release, look-ups, the reaper's
+//! resolution. The decisions are those of `transfer::commit_transfer` and
+//! `reaper::resolve` (SQLite), in the same order, on rows locked `FOR UPDATE`.
+
+use deadpool_postgres::{GenericClient, Transaction};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::Row;
+
+use super::{exec, in_transaction, opt, partitions, rows, sqlstate, PgStore};
+use crate::db::DbError;
+use crate::gateway::Authorization;
+use crate::idempotency::{Claim, Existing, KeyRow};
+use crate::ledger::TransferRecord;
+use crate::problem::Problem;
+use crate::reaper::{Resolved, Stuck};
+use crate::store::{Instance, Lookup, NewClaim};
+use crate::transfer::{self, Answer, Authorised, Rules};
+
+const DEBIT_COLUMNS: &str =
+    "transfer_id, user_id, counterparty, amount_minor, currency, note, created_at_ms, idem_key";
+
+/// Serialises every insert of one (user, key) across partitions: a key retried across
+/// midnight lands in another day's partition, where the primary key cannot see the first
+/// row. Held until commit; the NOT EXISTS of the insert then runs on a fresh snapshot.
+const KEY_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))";
+
+/// Phase 1: the key row `IN_PROGRESS` under this instance's lease.
+///
+/// `synchronous_commit = off` for this transaction only: a claim moves no money, so it
+/// need only be durable before money moves, and the debit's commit flushes the WAL up
+/// to itself, this claim included. A database crash before that may forget the claim;
+/// the client's retry then claims again and repeats the idempotent gateway step.
+pub(super) async fn claim(
+    store: &PgStore,
+    k: NewClaim,
+    instance: Instance,
+) -> Result<Claim, DbError> {
+    let bucket = k.now_ms.div_euclid(k.bucket_width_ms);
+    let attempt = || async {
+        in_transaction!(store, |tx| {
+            tx.batch_execute("SET LOCAL synchronous_commit = off")
+                .await?;
+            exec(&tx, KEY_LOCK, &[&k.user_id, &k.key]).await?;
+            let inserted = exec(
+                &tx,
+                "INSERT INTO idempotency_keys
+                    (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms,
+                     bucket, lock_instance, lock_mono_ms, request_body)
+                 SELECT $1, $2, $3, 'in_progress', $4, $5, $5, $6, $7, $8, $9
+                 WHERE NOT EXISTS
+                     (SELECT 1 FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2)
+                 ON CONFLICT (user_id, idem_key, bucket) DO NOTHING",
+                &[
+                    &k.user_id,
+                    &k.key,
+                    &k.hash,
+                    &k.lock_id,
+                    &k.now_ms,
+                    &bucket,
+                    &&*instance.id,
+                    // Taken at the insert: the lease starts when the row is written.
+                    &instance.mono_ms(),
+                    &k.body,
+                ],
+            )
+            .await?;
+            if inserted == 1 {
+                Claim::Acquired
+            } else {
+                match read(&tx, &k.user_id, &k.key).await? {
+                    Some(row) => Claim::Exists(row.into_existing(&k.hash)),
+                    None => Claim::Exists(Existing::InProgress { same_request: true }),
+                }
+            }
+        })
+    };
+    with_partition(store, bucket, attempt).await
+}
+
+/// Runs `insert`; when the bucket has no partition yet (a clock jump past the ones made
+/// ahead), creates it and runs `insert` once more.
+async fn with_partition<T, F, Fut>(store: &PgStore, bucket: i64, insert: F) -> Result<T, DbError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, DbError>>,
+{
+    match insert().await {
+        Err(e) if sqlstate(&e) == Some(&SqlState::CHECK_VIOLATION) => {
+            partitions::ensure(&store.pool, bucket, bucket + partitions::AHEAD).await?;
+            insert().await
+        }
+        other => other,
+    }
+}
+
+/// The gateway's record for (user, key): the first call stores `fresh_id`, later calls
+/// get the stored authorisation back (durable like a claim, see [`claim`]).
+pub(super) async fn authorize(
+    store: &PgStore,
+    user_id: String,
+    key: String,
+    fresh_id: String,
+    now_ms: i64,
+) -> Result<Authorization, DbError> {
+    in_transaction!(store, |tx| {
+        tx.batch_execute("SET LOCAL synchronous_commit = off")
+            .await?;
+        let row = opt(
+            &tx,
+            "INSERT INTO gateway_authorizations
+                 (user_id, idem_key, authorization_id, calls, created_at_ms)
+             VALUES ($1, $2, $3, 1, $4)
+             ON CONFLICT (user_id, idem_key)
+                 DO UPDATE SET calls = gateway_authorizations.calls + 1
+             RETURNING authorization_id, calls",
+            &[&user_id, &key, &fresh_id, &now_ms],
+        )
+        .await?
+        .ok_or_else(|| DbError::Task("gateway record returned no row".into()))?;
+        Authorization {
+            authorization_id: row.get(0),
+            calls: u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX),
+        }
+    })
+}
+
+/// The key row for (user, key), if any.
+pub(super) async fn read<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    key: &str,
+) -> Result<Option<KeyRow>, DbError> {
+    let row = opt(
+        c,
+        "SELECT request_hash, state, response_status, response_body FROM idempotency_keys
+         WHERE user_id = $1 AND idem_key = $2 ORDER BY bucket DESC LIMIT 1",
+        &[&user_id, &key],
+    )
+    .await?;
+    Ok(row.map(|r| KeyRow {
+        hash: r.get(0),
+        completed: r.get::<_, String>(1) == "completed",
+        status: r
+            .get::<_, Option<i32>>(2)
+            .and_then(|s| u16::try_from(s).ok()),
+        body: r.get(3),
+    }))
+}
+
+/// The fence: locks the key row if it is still `IN_PROGRESS` under `lock_id`.
+async fn hold<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    key: &str,
+    lock_id: &str,
+) -> Result<bool, DbError> {
+    Ok(opt(
+        c,
+        "SELECT 1 FROM idempotency_keys
+         WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'
+         FOR UPDATE",
+        &[&user_id, &key, &lock_id],
+    )
+    .await?
+    .is_some())
+}
+
+/// Completes the row we hold with its response.
+async fn complete<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    key: &str,
+    lock_id: &str,
+    status: u16,
+    body: &[u8],
+) -> Result<(), DbError> {
+    exec(
+        c,
+        "UPDATE idempotency_keys SET state = 'completed', response_status = $4, response_body = $5
+         WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'",
+        &[&user_id, &key, &lock_id, &i32::from(status), &body],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Releases (deletes) the row we hold, so a retry executes from scratch.
+pub(super) async fn release<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    key: &str,
+    lock_id: &str,
+) -> Result<(), DbError> {
+    exec(
+        c,
+        "DELETE FROM idempotency_keys
+         WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'",
+        &[&user_id, &key, &lock_id],
+    )
+    .await?;
+    Ok(())
+}
+
+fn record_from_row(r: &Row) -> TransferRecord {
+    TransferRecord {
+        transfer_id: r.get(0),
+        from_user_id: r.get(1),
+        to_user_id: r.get(2),
+        amount_minor: r.get(3),
+        currency: r.get(4),
+        note: r.get(5),
+        created_at_ms: r.get(6),
+        idempotency_key: r.get(7),
+    }
+}
+
+/// The debit (and its request fingerprint) for a sender's key, if money moved.
+pub(super) async fn debit_by_key<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    key: &str,
+) -> Result<Option<(TransferRecord, Vec<u8>)>, DbError> {
+    let row = opt(
+        c,
+        &format!(
+            "SELECT {DEBIT_COLUMNS}, request_hash FROM ledger
+             WHERE kind = 'debit' AND user_id = $1 AND idem_key = $2"
+        ),
+        &[&user_id, &key],
+    )
+    .await?;
+    Ok(row.map(|r| {
+        let hash: Option<Vec<u8>> = r.get(8);
+        (record_from_row(&r), hash.unwrap_or_default())
+    }))
+}
+
+/// The sender's debit for a transfer id.
+pub(super) async fn debit_by_transfer<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    transfer_id: &str,
+) -> Result<Option<TransferRecord>, DbError> {
+    let row = opt(
+        c,
+        &format!(
+            "SELECT {DEBIT_COLUMNS} FROM ledger
+             WHERE kind = 'debit' AND user_id = $1 AND transfer_id = $2"
+        ),
+        &[&user_id, &transfer_id],
+    )
+    .await?;
+    Ok(row.as_ref().map(record_from_row))
+}
+
+/// The ledger first (it outlives the key row), then the key row.
+pub(super) async fn lookup<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    key: &str,
+) -> Result<Lookup, DbError> {
+    if let Some((record, _)) = debit_by_key(c, user_id, key).await? {
+        return Ok(Ok(record));
+    }
+    Ok(Err(read(c, user_id, key).await?))
+}
+
+/// Closes a key nothing ran under (see `idempotency::close_unexecuted`), after checking
+/// the ledger again in the same transaction.
+pub(super) async fn close_unexecuted(
+    store: &PgStore,
+    user_id: String,
+    key: String,
+    now_ms: i64,
+    bucket_width_ms: i64,
+    body: Vec<u8>,
+) -> Result<Lookup, DbError> {
+    let bucket = now_ms.div_euclid(bucket_width_ms);
+    let attempt = || async {
+        in_transaction!(store, |tx| {
+            exec(&tx, KEY_LOCK, &[&user_id, &key]).await?;
+            if let Some((record, _)) = debit_by_key(&tx, &user_id, &key).await? {
+                Ok(record)
+            } else {
+                let inserted = exec(
+                    &tx,
+                    "INSERT INTO idempotency_keys
+                        (user_id, idem_key, request_hash, state, lock_id, locked_at_ms,
+                         created_at_ms, bucket, response_status, response_body)
+                     SELECT $1, $2, ''::bytea, 'completed', '', $3, $3, $4, 404, $5
+                     WHERE NOT EXISTS
+                         (SELECT 1 FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2)
+                     ON CONFLICT (user_id, idem_key, bucket) DO NOTHING",
+                    &[&user_id, &key, &now_ms, &bucket, &body],
+                )
+                .await?;
+                Err(if inserted == 1 {
+                    None
+                } else {
+                    read(&tx, &user_id, &key).await?
+                })
+            }
+        })
+    };
+    with_partition(store, bucket, attempt).await
+}
+
+/// The sender's balance, its row locked so one sender's debits run one at a time.
+async fn locked_balance<C: GenericClient>(c: &C, user_id: &str) -> Result<i64, DbError> {
+    Ok(opt(
+        c,
+        "SELECT balance_minor FROM balances WHERE user_id = $1 FOR UPDATE",
+        &[&user_id],
+    )
+    .await?
+    .map_or(0, |r| r.get(0)))
+}
+
+/// Phase 3 in one transaction: the fence, then the same decisions as SQLite's
+/// `commit_transfer`: the ledger guard, 402, the recipient's limit, an unauthorised
+/// commit, and only then the debit, the outbox event and the completed key.
+pub(super) async fn commit_in(
+    tx: &Transaction<'_>,
+    record: &TransferRecord,
+    hash: &[u8],
+    lock_id: &str,
+    rules: Rules,
+) -> Result<Answer, DbError> {
+    let (user, key) = (
+        record.from_user_id.as_str(),
+        record.idempotency_key.as_str(),
+    );
+    if rules.fenced && !hold(tx, user, key, lock_id).await? {
+        tracing::warn!(key, "lock lost before the debit: nothing moved");
+        return Ok(Problem::key_in_use().into());
+    }
+    let balance = locked_balance(tx, user).await?;
+    if let Some(answer) = guard(tx, user, key, lock_id, hash).await? {
+        return Ok(answer);
+    }
+    let recipient = super::accounts::balance(tx, &record.to_user_id).await?;
+    if balance < record.amount_minor {
+        let problem = transfer::insufficient_funds(balance, record.amount_minor);
+        complete(tx, user, key, lock_id, 402, &problem.body_bytes()).await?;
+        return Ok(problem.into());
+    }
+    if transfer::recipient_full(recipient, record.amount_minor, rules.max_balance) {
+        let problem = transfer::recipient_balance_limit();
+        complete(tx, user, key, lock_id, 422, &problem.body_bytes()).await?;
+        return Ok(problem.into());
+    }
+    if rules.authorised == Authorised::No {
+        // Money arrived since the pre-check: no debit without the gateway.
+        release(tx, user, key, lock_id).await?;
+        return Ok(Problem::key_in_use().into());
+    }
+    let inserted = exec(
+        tx,
+        "INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
+                             counterparty, currency, note, created_at_ms)
+         VALUES ($1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9)
+         ON CONFLICT (user_id, idem_key) WHERE kind = 'debit' DO NOTHING",
+        &[
+            &record.from_user_id,
+            &record.amount_minor,
+            &record.transfer_id,
+            &record.idempotency_key,
+            &hash,
+            &record.to_user_id,
+            &record.currency,
+            &record.note,
+            &record.created_at_ms,
+        ],
+    )
+    .await?;
+    if inserted == 0 {
+        // A concurrent debit for this key committed after our guard read (only without
+        // the fence): the guard answers from it.
+        return Ok(guard(tx, user, key, lock_id, hash)
+            .await?
+            .unwrap_or_else(|| Problem::key_in_use().into()));
+    }
+    let body = record.to_json();
+    exec(
+        tx,
+        "INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
+         VALUES ('TransferDone', $1, $2, $3)",
+        &[
+            &record.transfer_id,
+            &String::from_utf8_lossy(&body).as_ref(),
+            &record.created_at_ms,
+        ],
+    )
+    .await?;
+    complete(tx, user, key, lock_id, 201, &body).await?;
+    Ok(Answer::committed(body))
+}
+
+/// The last guard: if money already moved for this key, the answer comes from the ledger
+/// (a replay of the same request, or 422 for another body) and the key is settled.
+async fn guard(
+    tx: &Transaction<'_>,
+    user: &str,
+    key: &str,
+    lock_id: &str,
+    hash: &[u8],
+) -> Result<Option<Answer>, DbError> {
+    Ok(match debit_by_key(tx, user, key).await? {
+        None => None,
+        Some((existing, stored_hash)) if stored_hash == hash => {
+            let body = existing.to_json();
+            complete(tx, user, key, lock_id, 201, &body).await?;
+            Some(Answer::replay(201, body))
+        }
+        Some(_) => {
+            release(tx, user, key, lock_id).await?;
+            Some(Problem::key_reused().into())
+        }
+    })
+}
+
+/// Every key `IN_PROGRESS`, with its holder and lease, for the reaper to judge.
+pub(super) async fn in_progress<C: GenericClient>(
+    c: &C,
+) -> Result<Vec<(String, i64, Stuck)>, DbError> {
+    Ok(rows(
+        c,
+        "SELECT user_id, idem_key, lock_id, request_hash, request_body, lock_instance,
+                lock_mono_ms
+         FROM idempotency_keys WHERE state = 'in_progress'",
+        &[],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        (
+            r.get(5),
+            r.get(6),
+            Stuck {
+                user: r.get(0),
+                key: r.get(1),
+                lock_id: r.get(2),
+                hash: r.get(3),
+                body: r.get(4),
+            },
+        )
+    })
+    .collect())
+}
+
+/// Resolves one stuck key (as `reaper::resolve` does on SQLite). `SKIP LOCKED`: a key
+/// another instance's reaper (or its holder's commit) has locked is theirs this round.
+pub(super) async fn resolve_in(
+    tx: &Transaction<'_>,
+    s: &Stuck,
+    now_ms: i64,
+    rules: Rules,
+) -> Result<Resolved, DbError> {
+    let held = opt(
+        tx,
+        "SELECT 1 FROM idempotency_keys
+         WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'
+         FOR UPDATE SKIP LOCKED",
+        &[&s.user, &s.key, &s.lock_id],
+    )
+    .await?;
+    if held.is_none() {
+        return Ok(Resolved::Moved);
+    }
+    if let Some((record, _)) = debit_by_key(tx, &s.user, &s.key).await? {
+        complete(tx, &s.user, &s.key, &s.lock_id, 201, &record.to_json()).await?;
+        return Ok(Resolved::Completed);
+    }
+    let authorised = opt(
+        tx,
+        "SELECT 1 FROM gateway_authorizations WHERE user_id = $1 AND idem_key = $2",
+        &[&s.user, &s.key],
+    )
+    .await?
+    .is_some();
+    let record = s
+        .body
+        .as_deref()
+        .and_then(|b| transfer::record_from_body(&s.user, &s.key, b, now_ms));
+    match (authorised, record) {
+        // Authorised: finish it as its holder would have; the holder, if alive, is fenced out.
+        (true, Some(record)) => {
+            commit_in(tx, &record, &s.hash, &s.lock_id, rules).await?;
+            Ok(Resolved::Finished)
+        }
+        _ => {
+            release(tx, &s.user, &s.key, &s.lock_id).await?;
+            Ok(Resolved::Released)
+        }
+    }
+}
+
+/// Forgets gateway records older than `before_ms` (they need only outlive the window).
+pub(super) async fn expire_gateway<C: GenericClient>(c: &C, before_ms: i64) -> Result<(), DbError> {
+    exec(
+        c,
+        "DELETE FROM gateway_authorizations WHERE created_at_ms < $1",
+        &[&before_ms],
+    )
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,445 @@
+//! The PostgreSQL backend: several server instances on one database.
+//!
+//! Isolation: every transaction runs at READ COMMITTED, and each decision rests on rows it
+//! locks or on a constraint, never on a snapshot: the key row (`FOR UPDATE`, the fence),
+//! the sender's balance row (`FOR UPDATE`: one sender's debits run one at a time), the
+//! primary keys and the ledger's one-debit-per-key index. SERIALIZABLE would add
+//! predicate-lock aborts under load and no safety these locks do not already give.
+//! Deadlocks (40P01) are still possible between relays, and 40001 from any future change;
+//! [`in_transaction!`] retries both a bounded number of times, then answers 503.
+//!
+//! Connections come from a bounded pool (`deadpool-postgres`): when every connection is
+//! busy for [`POOL_WAIT`], the request gets 503 `busy` with `Retry-After`, never a hang.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{NoTls, Row};
+
+use super::{
+    BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, NewUser, PlainRow, Sms,
+    Stats, Store, UserChange,
+};
+use crate::db::DbError;
+use crate::gateway::Authorization;
+use crate::idempotency::{Claim, KeyRow};
+use crate::ledger::{EntryJson, TransferRecord};
+use crate::reaper::{Resolved, Stuck};
+use crate::transfer::{Answer, Caller, Rules};
+
+mod accounts;
+mod keys;
+pub mod lease;
+pub mod partitions;
+mod relay;
+mod schema;
+
+/// Connections per server instance.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+/// How long a request waits for a free connection before it is answered 503.
+pub const POOL_WAIT: Duration = Duration::from_secs(2);
+/// Attempts of one transaction that hits serialization failures or deadlocks.
+pub const MAX_ATTEMPTS: u32 = 5;
+
+/// Runs `$body` (an expression using the transaction `$tx`) in one READ COMMITTED
+/// transaction and commits; a serialization failure (40001) or deadlock (40P01) anywhere
+/// in it rolls back and runs it again, at most [`MAX_ATTEMPTS`] times, then
+/// [`DbError::Conflict`] (503).
+macro_rules! in_transaction {
+    ($store:expr, |$tx:ident| $body:expr) => {{
+        let store: &$crate::store::postgres::PgStore = $store;
+        let mut attempt: u32 = 1;
+        loop {
+            let result: Result<_, $crate::db::DbError> = async {
+                let mut client = store.pool.get().await?;
+                let $tx = client
+                    .build_transaction()
+                    .isolation_level(tokio_postgres::IsolationLevel::ReadCommitted)
+                    .start()
+                    .await?;
+                let out = $body;
+                $tx.commit().await?;
+                Ok(out)
+            }
+            .await;
+            match result {
+                Err(e) if $crate::store::postgres::is_conflict(&e) => {
+                    if attempt >= $crate::store::postgres::MAX_ATTEMPTS {
+                        break Err($crate::db::DbError::Conflict(attempt));
+                    }
+                    store.note_retry();
+                    tracing::debug!(attempt, %e, "transaction conflict; retrying");
+                    tokio::time::sleep(std::time::Duration::from_millis(
+                        u64::from(attempt) * 3,
+                    ))
+                    .await;
+                    attempt += 1;
+                }
+                other => break other,
+            }
+        }
+    }};
+}
+pub(crate) use in_transaction;
+
+/// The PostgreSQL store of one server instance.
+pub struct PgStore {
+    /// The bounded connection pool.
+    pub pool: Pool,
+    instance: Instance,
+    observer: lease::Observer,
+    retries: AtomicU64,
+    heartbeat: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        self.heartbeat.abort();
+    }
+}
+
+impl From<PoolError> for DbError {
+    fn from(e: PoolError) -> Self {
+        match e {
+            PoolError::Timeout(_) => DbError::Busy,
+            PoolError::Backend(e) => DbError::Postgres(e),
+            other => DbError::Task(format!("connection pool: {other}")),
+        }
+    }
+}
+
+/// Whether `e` is worth running the transaction again: 40001 or 40P01.
+pub fn is_conflict(e: &DbError) -> bool {
+    match e {
+        DbError::Postgres(e) => matches!(
+            e.code(),
+            Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
+        ),
+        _ => false,
+    }
+}
+
+/// The SQLSTATE of a PostgreSQL error, if `e` is one.
+pub(crate) fn sqlstate(e: &DbError) -> Option<&SqlState> {
+    match e {
+        DbError::Postgres(e) => e.code(),
+        _ => None,
+    }
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://`, `postgresql://`, a unix socket as a
+    /// percent-encoded host or `?host=/dir`, or the key-value form), with `pool_size`
+    /// connections at most; creates the schema; starts this instance's heartbeat.
+    pub async fn open(url: &str, pool_size: usize, instance: Instance) -> Result<Self, DbError> {
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| DbError::Task(format!("bad PostgreSQL URL: {e}")))?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size.max(1))
+            .wait_timeout(Some(POOL_WAIT))
+            .create_timeout(Some(Duration::from_secs(10)))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|e| DbError::Task(format!("connection pool: {e}")))?;
+        schema::create(&mut pool.get().await?).await?;
+        beat(&pool, &instance).await?;
+        let heartbeat = tokio::spawn(heartbeat(pool.clone(), instance.clone()));
+        Ok(Self {
+            pool,
+            instance,
+            observer: lease::Observer::default(),
+            retries: AtomicU64::new(0),
+            heartbeat,
+        })
+    }
+
+    /// Transactions run again after a conflict, since this store opened.
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn note_retry(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A pooled connection (waits at most [`POOL_WAIT`], then [`DbError::Busy`]).
+    pub async fn client(&self) -> Result<deadpool_postgres::Client, DbError> {
+        Ok(self.pool.get().await?)
+    }
+}
+
+/// Publishes this instance's monotonic time (see [`lease`]).
+async fn beat(pool: &Pool, instance: &Instance) -> Result<(), DbError> {
+    let client = pool.get().await?;
+    exec(
+        &client,
+        "INSERT INTO server_instances (instance_id, mono_ms) VALUES ($1, $2)
+         ON CONFLICT (instance_id) DO UPDATE SET mono_ms = EXCLUDED.mono_ms",
+        &[&&*instance.id, &instance.mono_ms()],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Beats every [`lease::HEARTBEAT`] until the store is dropped.
+async fn heartbeat(pool: Pool, instance: Instance) {
+    let mut every = tokio::time::interval(lease::HEARTBEAT);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if let Err(e) = beat(&pool, &instance).await {
+            tracing::warn!(%e, "heartbeat failed");
+        }
+    }
+}
+
+/// Runs a cached statement, returning its rows.
+pub(crate) async fn rows<C: GenericClient>(
+    c: &C,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Vec<Row>, DbError> {
+    let st = c.prepare_cached(sql).await?;
+    Ok(c.query(&st, params).await?)
+}
+
+/// Runs a cached statement, returning at most one row.
+pub(crate) async fn opt<C: GenericClient>(
+    c: &C,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Option<Row>, DbError> {
+    let st = c.prepare_cached(sql).await?;
+    Ok(c.query_opt(&st, params).await?)
+}
+
+/// Runs a cached statement, returning the rows it changed.
+pub(crate) async fn exec<C: GenericClient>(
+    c: &C,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<u64, DbError> {
+    let st = c.prepare_cached(sql).await?;
+    Ok(c.execute(&st, params).await?)
+}
+
+impl Store for PgStore {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn caller(&self, token_hash: String, now_ms: i64) -> Fut<'_, Option<Caller>> {
+        Box::pin(accounts::caller(self, token_hash, now_ms))
+    }
+
+    fn user_currency(&self, user_id: String) -> Fut<'_, Option<String>> {
+        Box::pin(accounts::user_currency(self, user_id))
+    }
+
+    fn balance(&self, user_id: String) -> Fut<'_, i64> {
+        Box::pin(async move { accounts::balance(&self.client().await?, &user_id).await })
+    }
+
+    fn set_display_name(&self, user_id: String, name: String) -> Fut<'_, ()> {
+        Box::pin(accounts::set_display_name(self, user_id, name))
+    }
+
+    fn add_beneficiary(&self, b: NewBeneficiary) -> Fut<'_, BeneficiaryOutcome> {
+        Box::pin(
+            async move { in_transaction!(self, |tx| accounts::add_beneficiary(&tx, &b).await?) },
+        )
+    }
+
+    fn key_row(&self, user_id: String, key: String) -> Fut<'_, Option<KeyRow>> {
+        Box::pin(async move { keys::read(&self.client().await?, &user_id, &key).await })
+    }
+
+    fn claim(&self, claim: NewClaim) -> Fut<'_, Claim> {
+        Box::pin(keys::claim(self, claim, self.instance.clone()))
+    }
+
+    fn authorize(
+        &self,
+        user_id: String,
+        key: String,
+        fresh_id: String,
+        now_ms: i64,
+    ) -> Fut<'_, Authorization> {
+        Box::pin(keys::authorize(self, user_id, key, fresh_id, now_ms))
+    }
+
+    fn commit(
+        &self,
+        record: TransferRecord,
+        hash: Vec<u8>,
+        lock_id: String,
+        rules: Rules,
+    ) -> Fut<'_, Answer> {
+        Box::pin(async move {
+            in_transaction!(self, |tx| keys::commit_in(
+                &tx, &record, &hash, &lock_id, rules
+            )
+            .await?)
+        })
+    }
+
+    fn release(&self, user_id: String, key: String, lock_id: String) -> Fut<'_, ()> {
+        Box::pin(
+            async move { keys::release(&self.client().await?, &user_id, &key, &lock_id).await },
+        )
+    }
+
+    fn lookup(&self, user_id: String, key: String) -> Fut<'_, Lookup> {
+        Box::pin(async move { keys::lookup(&self.client().await?, &user_id, &key).await })
+    }
+
+    fn close_unexecuted(
+        &self,
+        user_id: String,
+        key: String,
+        now_ms: i64,
+        bucket_width_ms: i64,
+        body: Vec<u8>,
+    ) -> Fut<'_, Lookup> {
+        Box::pin(keys::close_unexecuted(
+            self,
+            user_id,
+            key,
+            now_ms,
+            bucket_width_ms,
+            body,
+        ))
+    }
+
+    fn debit_by_transfer(
+        &self,
+        user_id: String,
+        transfer_id: String,
+    ) -> Fut<'_, Option<TransferRecord>> {
+        Box::pin(async move {
+            keys::debit_by_transfer(&self.client().await?, &user_id, &transfer_id).await
+        })
+    }
+
+    fn stuck_keys(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let beats = rows(
+                &client,
+                "SELECT instance_id, mono_ms FROM server_instances",
+                &[],
+            )
+            .await?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+            let timeout = Duration::from_millis(u64::try_from(lock_timeout_ms).unwrap_or(0));
+            let holders = self
+                .observer
+                .observe(beats, Instant::now(), lease::dead_after(timeout));
+            let my_mono = self.instance.mono_ms();
+            let candidates = keys::in_progress(&client).await?;
+            Ok(candidates
+                .into_iter()
+                .filter(|(instance, lock_mono, _)| {
+                    lease::expired(
+                        instance,
+                        *lock_mono,
+                        &self.instance.id,
+                        my_mono,
+                        &holders,
+                        lock_timeout_ms,
+                    )
+                })
+                .map(|(_, _, stuck)| stuck)
+                .collect())
+        })
+    }
+
+    fn resolve(&self, stuck: Stuck, now_ms: i64, rules: Rules) -> Fut<'_, Resolved> {
+        Box::pin(async move {
+            in_transaction!(self, |tx| keys::resolve_in(&tx, &stuck, now_ms, rules)
+                .await?)
+        })
+    }
+
+    fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
+        Box::pin(async move {
+            partitions::ensure_ahead(&self.pool, now_ms, key_window_ms).await?;
+            let expired = partitions::expire(&self.pool, now_ms, key_window_ms).await?;
+            keys::expire_gateway(&self.client().await?, now_ms - key_window_ms).await?;
+            Ok(expired)
+        })
+    }
+
+    fn outbox_pending(&self) -> Fut<'_, bool> {
+        Box::pin(async move {
+            let client = self.client().await?;
+            let row = opt(
+                &client,
+                "SELECT EXISTS (SELECT 1 FROM outbox WHERE NOT published)",
+                &[],
+            )
+            .await?;
+            Ok(row.is_some_and(|r| r.get(0)))
+        })
+    }
+
+    fn publish_batch(&self, now_ms: i64) -> Fut<'_, usize> {
+        Box::pin(
+            async move { in_transaction!(self, |tx| relay::publish_batch(&tx, now_ms).await?) },
+        )
+    }
+
+    fn replay_outbox(&self, from_event: i64) -> Fut<'_, usize> {
+        Box::pin(async move {
+            let n = exec(
+                &self.client().await?,
+                "UPDATE outbox SET published = FALSE WHERE event_id >= $1",
+                &[&from_event],
+            )
+            .await?;
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
+        })
+    }
+
+    fn create_user(&self, user: NewUser) -> Fut<'_, ()> {
+        Box::pin(
+            async move { in_transaction!(self, |tx| accounts::create_user(&tx, &user).await?) },
+        )
+    }
+
+    fn change_user(&self, change: UserChange, user_id: String) -> Fut<'_, usize> {
+        Box::pin(accounts::change_user(self, change, user_id))
+    }
+
+    fn ledger_page(&self, after: i64, limit: i64) -> Fut<'_, Vec<EntryJson>> {
+        Box::pin(accounts::ledger_page(self, after, limit))
+    }
+
+    fn sms_page(&self, after: i64, limit: i64) -> Fut<'_, Vec<Sms>> {
+        Box::pin(accounts::sms_page(self, after, limit))
+    }
+
+    fn stats(&self) -> Fut<'_, Stats> {
+        Box::pin(accounts::stats(self))
+    }
+
+    fn bench_plain(&self, row: PlainRow) -> Fut<'_, i64> {
+        Box::pin(accounts::bench_plain(self, row))
+    }
+}
+
+#[cfg(test)]
+mod tests;

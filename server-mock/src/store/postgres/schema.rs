@@ -1,0 +1,151 @@
+//! The PostgreSQL tables: the SQLite schema's twins, with the key table partitioned by day.
+
+use crate::db::DbError;
+
+/// Advisory lock id that serialises schema creation between instances starting at once
+/// (`CREATE ... IF NOT EXISTS` is not safe against a concurrent twin).
+const SCHEMA_LOCK: i64 = 0x5345_4e44_0001;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS users (
+    user_id             TEXT PRIMARY KEY,
+    token               TEXT NOT NULL UNIQUE,
+    display_name        TEXT NOT NULL,
+    currency            TEXT NOT NULL,
+    created_at_ms       BIGINT NOT NULL,
+    token_expires_at_ms BIGINT
+);
+
+-- Partitioned by expiry bucket (a day): expiry drops a whole partition, never deletes
+-- rows. PostgreSQL's unique constraints hold within a partition only, so the primary key
+-- carries the bucket; claims serialise per key across partitions with an advisory lock
+-- (see keys.rs), and the ledger's one-debit-per-key index is the last guard after expiry.
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    user_id         TEXT NOT NULL,
+    idem_key        TEXT NOT NULL,
+    request_hash    BYTEA NOT NULL,
+    state           TEXT NOT NULL CHECK (state IN ('in_progress', 'completed')),
+    lock_id         TEXT NOT NULL,
+    locked_at_ms    BIGINT NOT NULL,
+    -- The lease: the holder's instance id and its monotonic time when it took the lock
+    -- (judged against that instance's heartbeat, see lease.rs).
+    lock_instance   TEXT NOT NULL DEFAULT '',
+    lock_mono_ms    BIGINT NOT NULL DEFAULT 0,
+    request_body    BYTEA,
+    created_at_ms   BIGINT NOT NULL,
+    bucket          BIGINT NOT NULL,
+    response_status INTEGER,
+    response_body   BYTEA,
+    PRIMARY KEY (user_id, idem_key, bucket)
+) PARTITION BY RANGE (bucket);
+CREATE INDEX IF NOT EXISTS idempotency_keys_in_progress
+    ON idempotency_keys (lock_instance) WHERE state = 'in_progress';
+
+-- Every live server process bumps its row with its own monotonic milliseconds.
+CREATE TABLE IF NOT EXISTS server_instances (
+    instance_id TEXT PRIMARY KEY,
+    mono_ms     BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS gateway_authorizations (
+    user_id          TEXT NOT NULL,
+    idem_key         TEXT NOT NULL,
+    authorization_id TEXT NOT NULL,
+    calls            BIGINT NOT NULL,
+    created_at_ms    BIGINT NOT NULL,
+    PRIMARY KEY (user_id, idem_key)
+);
+CREATE INDEX IF NOT EXISTS gateway_authorizations_age ON gateway_authorizations (created_at_ms);
+
+CREATE TABLE IF NOT EXISTS ledger (
+    entry_id      BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    user_id       TEXT NOT NULL,
+    kind          TEXT NOT NULL CHECK (kind IN ('deposit', 'debit', 'credit')),
+    amount_minor  BIGINT NOT NULL CHECK (amount_minor > 0),
+    transfer_id   TEXT,
+    idem_key      TEXT,
+    request_hash  BYTEA,
+    counterparty  TEXT,
+    currency      TEXT NOT NULL,
+    note          TEXT,
+    created_at_ms BIGINT NOT NULL
+);
+-- The last guard: one debit per (user, key), even after the key's partition was dropped.
+CREATE UNIQUE INDEX IF NOT EXISTS ledger_one_debit_per_key
+    ON ledger (user_id, idem_key) WHERE kind = 'debit';
+CREATE INDEX IF NOT EXISTS ledger_user ON ledger (user_id);
+CREATE INDEX IF NOT EXISTS ledger_transfer ON ledger (transfer_id);
+
+-- Balance cache: the sum of the user's ledger, kept by a trigger in the same transaction
+-- as every entry (the ledger is insert-only). Its row is also the lock that serialises
+-- one sender's debits.
+CREATE TABLE IF NOT EXISTS balances (
+    user_id       TEXT PRIMARY KEY,
+    balance_minor BIGINT NOT NULL
+);
+CREATE OR REPLACE FUNCTION ledger_balance() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO balances (user_id, balance_minor)
+    VALUES (NEW.user_id,
+            CASE NEW.kind WHEN 'debit' THEN -NEW.amount_minor ELSE NEW.amount_minor END)
+    ON CONFLICT (user_id) DO UPDATE
+        SET balance_minor = balances.balance_minor + EXCLUDED.balance_minor;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER ledger_balance_insert AFTER INSERT ON ledger
+    FOR EACH ROW EXECUTE FUNCTION ledger_balance();
+
+CREATE TABLE IF NOT EXISTS outbox (
+    event_id      BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    kind          TEXT NOT NULL,
+    transfer_id   TEXT NOT NULL,
+    payload       TEXT NOT NULL,
+    created_at_ms BIGINT NOT NULL,
+    published     BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE INDEX IF NOT EXISTS outbox_unpublished ON outbox (event_id) WHERE NOT published;
+
+CREATE TABLE IF NOT EXISTS inbox (
+    consumer        TEXT NOT NULL,
+    event_id        BIGINT NOT NULL,
+    processed_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (consumer, event_id)
+);
+
+CREATE TABLE IF NOT EXISTS sms (
+    sms_id        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    user_id       TEXT NOT NULL,
+    transfer_id   TEXT NOT NULL,
+    text          TEXT NOT NULL,
+    created_at_ms BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS beneficiaries (
+    beneficiary_id TEXT PRIMARY KEY,
+    user_id        TEXT NOT NULL,
+    phone          TEXT NOT NULL,
+    name           TEXT NOT NULL,
+    created_at_ms  BIGINT NOT NULL,
+    UNIQUE (user_id, phone)
+);
+
+CREATE TABLE IF NOT EXISTS bench_plain (
+    id            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    user_id       TEXT NOT NULL,
+    to_user_id    TEXT NOT NULL,
+    amount_minor  BIGINT NOT NULL,
+    currency      TEXT NOT NULL,
+    note          TEXT,
+    created_at_ms BIGINT NOT NULL
+);
+"#;
+
+/// Creates every table (idempotent; safe when several instances start at once).
+pub(super) async fn create(client: &mut deadpool_postgres::Client) -> Result<(), DbError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+        .await?;
+    tx.batch_execute(SCHEMA).await?;
+    tx.commit().await?;
+    Ok(())
+}

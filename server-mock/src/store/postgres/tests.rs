@@ -1,0 +1,133 @@
+//! The PostgreSQL store against a real cluster (`SENDONCE_TEST_POSTGRES`, what
+//! `scripts/pg start` prints; the `postgres` stage of scripts/test-all sets it). Without
+//! it these tests say so and pass: the `test` stage has no cluster.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use super::*;
+use crate::problem::Problem;
+
+/// A store on a fresh database of the test cluster, or `None` without one.
+async fn fresh(pool_size: usize) -> Option<PgStore> {
+    let Ok(url) = std::env::var("SENDONCE_TEST_POSTGRES") else {
+        eprintln!("skipped: SENDONCE_TEST_POSTGRES is not set (scripts/pg start prints it)");
+        return None;
+    };
+    let db = format!("u_{}", uuid::Uuid::new_v4().simple());
+    let (client, conn) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
+    let task = tokio::spawn(conn);
+    client
+        .batch_execute(&format!("CREATE DATABASE {db}"))
+        .await
+        .expect("create database");
+    drop(client);
+    let _ = task.await;
+    // Same cluster, other database: the key-value form overrides the URL's dbname.
+    let url = format!(
+        "{url}{}dbname={db}",
+        if url.contains('?') { "&" } else { "?" }
+    );
+    Some(
+        PgStore::open(&url, pool_size, Instance::new())
+            .await
+            .expect("open"),
+    )
+}
+
+#[tokio::test]
+async fn a_forced_serialization_failure_is_retried_and_then_given_up() {
+    let Some(store) = fresh(4).await else { return };
+    let runs = AtomicU32::new(0);
+    let out: Result<u32, DbError> = in_transaction!(&store, |tx| {
+        let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == 1 {
+            tx.batch_execute(
+                "DO $$ BEGIN RAISE EXCEPTION 'forced' USING ERRCODE = 'serialization_failure'; END $$",
+            )
+            .await?;
+        }
+        n
+    });
+    assert_eq!(out.unwrap(), 2, "the second attempt commits");
+    assert_eq!(store.retries(), 1);
+
+    let always: Result<(), DbError> = in_transaction!(&store, |tx| {
+        tx.batch_execute(
+            "DO $$ BEGIN RAISE EXCEPTION 'forced' USING ERRCODE = 'deadlock_detected'; END $$",
+        )
+        .await?
+    });
+    let e = always.unwrap_err();
+    assert!(matches!(e, DbError::Conflict(MAX_ATTEMPTS)), "{e}");
+    assert_eq!(
+        Problem::from_db(e).status.as_u16(),
+        503,
+        "a bounded 503, not a 500"
+    );
+
+    let other: Result<(), DbError> =
+        in_transaction!(&store, |tx| tx.batch_execute("SELECT 1/0").await?);
+    assert!(
+        !is_conflict(&other.unwrap_err()),
+        "other errors are not retried"
+    );
+    assert_eq!(store.retries(), 1 + u64::from(MAX_ATTEMPTS - 1));
+}
+
+#[tokio::test]
+async fn a_real_deadlock_between_two_transactions_is_retried_until_both_commit() {
+    let Some(store) = fresh(4).await else { return };
+    let store = Arc::new(store);
+    let c = store.client().await.unwrap();
+    c.batch_execute(
+        "CREATE TABLE pair (id INT PRIMARY KEY, v INT); INSERT INTO pair VALUES (1, 0), (2, 0)",
+    )
+    .await
+    .unwrap();
+    drop(c);
+    // Both lock their first row, meet at the barrier, then want the other's: a cycle.
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let run = |first: i32, second: i32| {
+        let (store, barrier) = (store.clone(), barrier.clone());
+        tokio::spawn(async move {
+            let met = std::sync::atomic::AtomicBool::new(false);
+            let out: Result<(), DbError> = in_transaction!(&store, |tx| {
+                tx.execute("UPDATE pair SET v = v + 1 WHERE id = $1", &[&first])
+                    .await?;
+                if !met.swap(true, Ordering::SeqCst) {
+                    barrier.wait().await;
+                }
+                tx.execute("UPDATE pair SET v = v + 1 WHERE id = $1", &[&second])
+                    .await?;
+            });
+            out
+        })
+    };
+    let (a, b) = tokio::join!(run(1, 2), run(2, 1));
+    a.unwrap().unwrap();
+    b.unwrap().unwrap();
+    assert!(
+        store.retries() >= 1,
+        "PostgreSQL broke the cycle with 40P01"
+    );
+    let c = store.client().await.unwrap();
+    let sum: i64 = c
+        .query_one("SELECT SUM(v)::BIGINT FROM pair", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(sum, 4, "each transaction applied exactly once");
+}
+
+#[tokio::test]
+async fn an_exhausted_pool_answers_busy_not_a_hang() {
+    let Some(store) = fresh(1).await else { return };
+    let held = store.client().await.unwrap();
+    let e = store.balance("u".into()).await.unwrap_err();
+    assert!(matches!(e, DbError::Busy), "{e}");
+    let p = Problem::from_db(e);
+    assert_eq!((p.status.as_u16(), p.retry_after), (503, Some(1)));
+    drop(held);
+    assert_eq!(store.balance("u".into()).await.unwrap(), 0, "usable again");
+}

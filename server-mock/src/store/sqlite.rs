@@ -1,0 +1,393 @@
+//! The SQLite backend: one process, one file (or `:memory:`), group commit through
+//! [`Db`]. The SQL lives in the modules that always had it (`idempotency`, `ledger`,
+//! `transfer::commit_transfer`, `reaper`, `outbox`, `consumers`, `gateway`); this file
+//! only runs it on the right connection with the right durability.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::{
+    Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, NewUser,
+    PlainRow, Sms, Stats, Store, UserChange,
+};
+use crate::db::{Db, DbError, Durability};
+use crate::gateway::{self, Authorization};
+use crate::idempotency::{self, Claim, KeyRow, Lease, NewKey};
+use crate::ledger::{self, EntryJson, TransferRecord};
+use crate::outbox;
+use crate::reaper::{self, Resolved, Stuck};
+use crate::transfer::{self, Answer, Caller, Rules};
+
+/// Key rows removed per expiry transaction (between chunks other writes go through).
+const EXPIRE_CHUNK: usize = 1_000;
+
+/// The SQLite store.
+pub struct SqliteStore {
+    /// The database handle (also used directly by in-crate tests).
+    pub db: Db,
+    instance: Instance,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the file at `path`, or memory for `:memory:`.
+    pub fn open(path: &str, instance: Instance) -> Result<Self, DbError> {
+        Ok(Self {
+            db: Db::open(path)?,
+            instance,
+        })
+    }
+}
+
+impl Store for SqliteStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn caller(&self, token_hash: String, now_ms: i64) -> Fut<'_, Option<Caller>> {
+        Box::pin(self.db.read_auth(move |c| {
+            Ok(c.prepare_cached(
+                "SELECT user_id, currency FROM users WHERE token = ?1
+                     AND (token_expires_at_ms IS NULL OR token_expires_at_ms > ?2)",
+            )?
+            .query_row(params![token_hash, now_ms], |r| {
+                Ok(Caller {
+                    user_id: r.get(0)?,
+                    currency: r.get(1)?,
+                })
+            })
+            .optional()?)
+        }))
+    }
+
+    fn user_currency(&self, user_id: String) -> Fut<'_, Option<String>> {
+        Box::pin(self.db.read(move |c| {
+            Ok(
+                c.prepare_cached("SELECT currency FROM users WHERE user_id = ?1")?
+                    .query_row(params![user_id], |r| r.get(0))
+                    .optional()?,
+            )
+        }))
+    }
+
+    fn balance(&self, user_id: String) -> Fut<'_, i64> {
+        Box::pin(self.db.read(move |c| ledger::balance(c, &user_id)))
+    }
+
+    fn set_display_name(&self, user_id: String, name: String) -> Fut<'_, ()> {
+        Box::pin(self.db.call(move |c| {
+            c.execute(
+                "UPDATE users SET display_name = ?2 WHERE user_id = ?1",
+                params![user_id, name],
+            )?;
+            Ok(())
+        }))
+    }
+
+    fn add_beneficiary(&self, b: NewBeneficiary) -> Fut<'_, BeneficiaryOutcome> {
+        Box::pin(self.db.call(move |c| {
+            // A cap per user, so beneficiaries cannot grow without bound; a repeat of an
+            // existing phone is still answered with its record.
+            let (count, exists): (i64, bool) = c.query_row(
+                "SELECT COUNT(*), COALESCE(SUM(phone = ?2), 0) > 0 FROM beneficiaries WHERE user_id = ?1",
+                params![b.user_id, b.phone],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            if count >= b.max_per_user && !exists {
+                return Ok(None);
+            }
+            // The unique constraint decides; the select only reads the winner.
+            let inserted = c.execute(
+                "INSERT INTO beneficiaries (beneficiary_id, user_id, phone, name, created_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (user_id, phone) DO NOTHING",
+                params![b.beneficiary_id, b.user_id, b.phone, b.name, b.now_ms],
+            )?;
+            let row = c
+                .query_row(
+                    "SELECT beneficiary_id, phone, name, created_at_ms FROM beneficiaries
+                     WHERE user_id = ?1 AND phone = ?2",
+                    params![b.user_id, b.phone],
+                    |r| {
+                        Ok(Beneficiary {
+                            beneficiary_id: r.get(0)?,
+                            phone: r.get(1)?,
+                            name: r.get(2)?,
+                            created_at: crate::clock::rfc3339(r.get(3)?),
+                        })
+                    },
+                )
+                .optional()?;
+            Ok(Some((inserted == 1, row)))
+        }))
+    }
+
+    fn key_row(&self, user_id: String, key: String) -> Fut<'_, Option<KeyRow>> {
+        Box::pin(self.db.read(move |c| idempotency::read(c, &user_id, &key)))
+    }
+
+    fn claim(&self, k: NewClaim) -> Fut<'_, Claim> {
+        let instance = self.instance.clone();
+        // The claim commits with synchronous=NORMAL (group commit, no fsync of its own).
+        // Safe because a claim moves no money: it only has to be durable before money
+        // moves, and the debit transaction is FULL — in WAL mode its fsync also makes this
+        // earlier commit durable. A process crash (abort, SIGKILL) keeps a NORMAL commit; a
+        // power loss before the debit commit may forget the IN_PROGRESS row, and then the
+        // client's retry claims again and repeats the gateway step, which is idempotent on
+        // the key (same authorisation, no second charge). Any answer given meanwhile from
+        // this row is 409 / 422, never a 201: completed rows are only written by FULL commits.
+        Box::pin(self.db.write(Durability::Normal, move |c| {
+            idempotency::claim(
+                c,
+                &NewKey {
+                    user_id: &k.user_id,
+                    key: &k.key,
+                    hash: &k.hash,
+                    lock_id: &k.lock_id,
+                    // Taken inside the job: the lease starts when the row is written.
+                    lease: Lease {
+                        instance: &instance.id,
+                        mono_ms: instance.mono_ms(),
+                    },
+                    body: &k.body,
+                    now_ms: k.now_ms,
+                    bucket_width_ms: k.bucket_width_ms,
+                },
+            )
+        }))
+    }
+
+    fn authorize(
+        &self,
+        user_id: String,
+        key: String,
+        fresh_id: String,
+        now_ms: i64,
+    ) -> Fut<'_, Authorization> {
+        // NORMAL: it survives a process crash (the case the reaper handles), and the FULL
+        // debit commit that follows makes it durable too.
+        Box::pin(self.db.write(Durability::Normal, move |c| {
+            gateway::record(c, &user_id, &key, &fresh_id, now_ms)
+        }))
+    }
+
+    fn commit(
+        &self,
+        record: TransferRecord,
+        hash: Vec<u8>,
+        lock_id: String,
+        rules: Rules,
+    ) -> Fut<'_, Answer> {
+        Box::pin(self.db.write(Durability::Full, move |c| {
+            transfer::commit_transfer(c, &record, &hash, &lock_id, rules)
+        }))
+    }
+
+    fn release(&self, user_id: String, key: String, lock_id: String) -> Fut<'_, ()> {
+        Box::pin(self.db.write(Durability::Full, move |c| {
+            idempotency::release(c, &user_id, &key, &lock_id)
+        }))
+    }
+
+    fn lookup(&self, user_id: String, key: String) -> Fut<'_, Lookup> {
+        Box::pin(self.db.read(move |c| lookup(c, &user_id, &key)))
+    }
+
+    fn close_unexecuted(
+        &self,
+        user_id: String,
+        key: String,
+        now_ms: i64,
+        bucket_width_ms: i64,
+        body: Vec<u8>,
+    ) -> Fut<'_, Lookup> {
+        Box::pin(self.db.write(Durability::Full, move |c| {
+            if let Some((record, _)) = ledger::debit_by_key(c, &user_id, &key)? {
+                return Ok(Ok(record));
+            }
+            Ok(Err(idempotency::close_unexecuted(
+                c,
+                &user_id,
+                &key,
+                now_ms,
+                bucket_width_ms,
+                &body,
+            )?))
+        }))
+    }
+
+    fn debit_by_transfer(
+        &self,
+        user_id: String,
+        transfer_id: String,
+    ) -> Fut<'_, Option<TransferRecord>> {
+        Box::pin(
+            self.db
+                .read(move |c| ledger::debit_by_transfer(c, &user_id, &transfer_id)),
+        )
+    }
+
+    fn stuck_keys(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>> {
+        // One process per file: a lock held by another instance id is a dead process's,
+        // out at once; one of ours after lock_timeout of our own monotonic time.
+        let me = self.instance.id.to_string();
+        let cutoff = self.instance.mono_ms().saturating_sub(lock_timeout_ms);
+        Box::pin(self.db.read(move |c| reaper::stuck_keys(c, &me, cutoff)))
+    }
+
+    fn resolve(&self, stuck: Stuck, now_ms: i64, rules: Rules) -> Fut<'_, Resolved> {
+        Box::pin(self.db.write(Durability::Full, move |c| {
+            reaper::resolve(c, &stuck, now_ms, rules)
+        }))
+    }
+
+    fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
+        Box::pin(async move {
+            // Whole expired buckets, a chunk per group-commit job: between chunks the
+            // requests' commits go through, so a 100k-row bucket never stalls them.
+            let mut expired = 0;
+            loop {
+                let n = self
+                    .db
+                    .write(Durability::Full, move |c| {
+                        idempotency::expire_chunk(c, now_ms, key_window_ms, EXPIRE_CHUNK)
+                    })
+                    .await?;
+                expired += n;
+                if n < EXPIRE_CHUNK {
+                    break;
+                }
+            }
+            let before = now_ms.saturating_sub(key_window_ms);
+            while self
+                .db
+                .write(Durability::Normal, move |c| {
+                    gateway::expire_chunk(c, before, EXPIRE_CHUNK)
+                })
+                .await?
+                == EXPIRE_CHUNK
+            {}
+            Ok(expired)
+        })
+    }
+
+    fn outbox_pending(&self) -> Fut<'_, bool> {
+        // An idle poll only reads (reader connection): no write transaction when the
+        // outbox is drained. A commit happens before its wake-up, so the reader sees it.
+        Box::pin(self.db.read(|c| {
+            Ok(
+                c.prepare_cached("SELECT EXISTS (SELECT 1 FROM outbox WHERE published = 0)")?
+                    .query_row([], |r| r.get::<_, bool>(0))?,
+            )
+        }))
+    }
+
+    fn publish_batch(&self, now_ms: i64) -> Fut<'_, usize> {
+        // One group-commit job: both consumers' transactions (SAVEPOINTs) and the
+        // `published` mark commit together, with the other queued writes, in one fsync.
+        Box::pin(
+            self.db
+                .write(Durability::Full, move |c| outbox::publish_batch(c, now_ms)),
+        )
+    }
+
+    fn replay_outbox(&self, from_event: i64) -> Fut<'_, usize> {
+        Box::pin(self.db.call(move |c| outbox::replay_from(c, from_event)))
+    }
+
+    fn create_user(&self, u: NewUser) -> Fut<'_, ()> {
+        Box::pin(self.db.call(move |c| {
+            let tx = c.transaction()?;
+            tx.execute(
+                "INSERT INTO users (user_id, token, display_name, currency, created_at_ms,
+                                    token_expires_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    u.user_id,
+                    u.token_hash,
+                    u.display_name,
+                    u.currency,
+                    u.now_ms,
+                    u.token_expires_at_ms
+                ],
+            )?;
+            // The opening balance is a ledger entry: balance is always the ledger's sum.
+            if u.balance_minor > 0 {
+                ledger::deposit(&tx, &u.user_id, u.balance_minor, &u.currency, u.now_ms)?;
+            }
+            tx.commit()?;
+            Ok(())
+        }))
+    }
+
+    fn change_user(&self, change: UserChange, user_id: String) -> Fut<'_, usize> {
+        let sql = match change {
+            UserChange::Remove => "DELETE FROM users WHERE user_id = ?1",
+            UserChange::Revoke => "UPDATE users SET token_expires_at_ms = 0 WHERE user_id = ?1",
+        };
+        Box::pin(self.db.write(Durability::Full, move |c| {
+            Ok(c.execute(sql, params![user_id])?)
+        }))
+    }
+
+    fn ledger_page(&self, after: i64, limit: i64) -> Fut<'_, Vec<EntryJson>> {
+        Box::pin(self.db.read(move |c| ledger::entries_page(c, after, limit)))
+    }
+
+    fn sms_page(&self, after: i64, limit: i64) -> Fut<'_, Vec<Sms>> {
+        Box::pin(self.db.read(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT sms_id, user_id, transfer_id, text FROM sms
+                 WHERE sms_id > ?1 ORDER BY sms_id LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![after, limit], |r| {
+                Ok(Sms {
+                    sms_id: r.get(0)?,
+                    user_id: r.get(1)?,
+                    transfer_id: r.get(2)?,
+                    text: r.get(3)?,
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        }))
+    }
+
+    fn stats(&self) -> Fut<'_, Stats> {
+        Box::pin(self.db.read(|c| stats(c)))
+    }
+
+    fn bench_plain(&self, p: PlainRow) -> Fut<'_, i64> {
+        // The same group-commit path and durability (FULL) as a transfer's money
+        // transaction, so the baseline gets the same batching under load.
+        Box::pin(self.db.write(Durability::Full, move |c| {
+            c.prepare_cached(
+                "INSERT INTO bench_plain (user_id, to_user_id, amount_minor, currency, note, created_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![p.user_id, p.to_user_id, p.amount_minor, p.currency, p.note, p.now_ms])?;
+            Ok(c.last_insert_rowid())
+        }))
+    }
+}
+
+/// The ledger first (it outlives the key row: window expiry), then the key row.
+fn lookup(c: &Connection, user: &str, key: &str) -> Result<Lookup, DbError> {
+    if let Some((record, _)) = ledger::debit_by_key(c, user, key)? {
+        return Ok(Ok(record));
+    }
+    Ok(Err(idempotency::read(c, user, key)?))
+}
+
+fn stats(c: &Connection) -> Result<Stats, DbError> {
+    let count = |sql: &str| -> Result<i64, DbError> { Ok(c.query_row(sql, [], |r| r.get(0))?) };
+    let (auths, calls) = gateway::counts(c)?;
+    Ok(Stats {
+        idempotency_keys: count("SELECT COUNT(*) FROM idempotency_keys")?,
+        keys_in_progress: count(
+            "SELECT COUNT(*) FROM idempotency_keys WHERE state = 'in_progress'",
+        )?,
+        outbox_pending: count("SELECT COUNT(*) FROM outbox WHERE published = 0")?,
+        ledger_entries: count("SELECT COUNT(*) FROM ledger")?,
+        sms_sent: count("SELECT COUNT(*) FROM sms")?,
+        credits: count("SELECT COUNT(*) FROM ledger WHERE kind = 'credit'")?,
+        gateway_authorizations: auths,
+        gateway_calls: calls,
+    })
+}
