@@ -332,7 +332,13 @@ pub(crate) async fn persist(
             let transfer = core.store.insert(&local_id, &key, &request, core.clock.now_ms())?;
             // Its sending time starts now, not when this instance opened.
             core.mark_elapsed(&local_id, mono);
-            tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor, "transfer persisted");
+            if core.config.log_personal_data {
+                // The app opted in (a debug build, a support session): recipient and note, never the token.
+                tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor,
+                    to = %transfer.to_user_id, note = ?transfer.note, "transfer persisted");
+            } else {
+                tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor, "transfer persisted");
+            }
             core.publish(transfer.clone());
             core.wake.notify_one();
             Ok(transfer)
