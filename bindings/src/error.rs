@@ -35,6 +35,15 @@ pub enum SendOnceError {
     /// Another instance (this process or another) already owns this database file.
     #[error("database is in use by another sendonce instance: {detail}")]
     AlreadyOpen { detail: String },
+    /// Another process (an app's `:worker` process) holds this database file: try again later.
+    #[error("database is busy in another process, try again later: {detail}")]
+    Busy { detail: String },
+    /// The store is bound to another account that still has unfinished transfers.
+    #[error("this device's transfers belong to another account: {detail}")]
+    AccountMismatch { detail: String },
+    /// Refused: this many transfers are unfinished (pass `force` to discard them).
+    #[error("{count} transfers are unfinished; refusing to discard them without force")]
+    UnfinishedTransfers { count: u32 },
     /// No transfer with this local id.
     #[error("no transfer with id {local_id}")]
     NotFound { local_id: String },
@@ -65,6 +74,9 @@ impl From<sendonce::SdkError> for SendOnceError {
             E::StorageFull(detail) => Self::StorageFull { detail },
             E::StorageUnavailable(detail) => Self::StorageUnavailable { detail },
             E::AlreadyOpen(detail) => Self::AlreadyOpen { detail },
+            E::Busy(detail) => Self::Busy { detail },
+            E::AccountMismatch(detail) => Self::AccountMismatch { detail },
+            E::UnfinishedTransfers(count) => Self::UnfinishedTransfers { count },
             E::NotFound(local_id) => Self::NotFound { local_id },
             E::TransferUnfinished => Self::TransferUnfinished,
             E::Closed => Self::Closed,

@@ -6,20 +6,30 @@
 //! * [`settings`]: the open config, retry policy and train-mode settings
 //! * [`error`]: `SendOnceError`, one variant per `SdkError` (+ `Internal` for a caught panic)
 //! * [`listener`]: the foreign listener traits
+//! * [`lifecycle`]: the shared instance, `drain`, accounts; [`foreign`]: token provider and transport
+//! * [`events`]: the event listener; [`logs`]: the log sink
 //!
 //! No panic crosses the FFI: every export runs inside [`guard`].
 
 uniffi::setup_scaffolding!();
 
 pub mod error;
+pub mod events;
+pub mod foreign;
 mod guard;
+pub mod lifecycle;
 pub mod listener;
+pub mod logs;
 pub mod objects;
 pub mod settings;
 pub mod types;
 
 pub use error::SendOnceError;
+pub use events::{EventListener, SdkEvent};
+pub use foreign::{AccessTokenProvider, HttpHeader, HttpRequest, HttpResponse, HttpTransport};
+pub use lifecycle::{DrainSummary, WipeReport};
 pub use listener::{ComposerListener, ListenerError, TransferListener};
+pub use logs::{LogLevel, LogRecord, LogSink};
 pub use objects::{ComposerCore, SendOnceCore};
 pub use settings::{NetsimSettings, NetsimStats, NetworkProfile, RetryPolicy, SendOnceConfig};
 pub use types::{ComposerState, Rejection, Transfer, TransferRequest, TransferState};

@@ -13,7 +13,7 @@ use crate::types::{ComposerState, Transfer, TransferRequest};
 /// The SDK: one per database file, sending in the background on its own threads.
 #[derive(uniffi::Object)]
 pub struct SendOnceCore {
-    sdk: sendonce::Sdk,
+    pub(crate) sdk: Arc<sendonce::Sdk>,
 }
 
 #[uniffi::export(async_runtime = "tokio")]
@@ -22,7 +22,7 @@ impl SendOnceCore {
     #[uniffi::constructor]
     pub fn open(config: SendOnceConfig) -> Result<Arc<Self>> {
         guard(|| {
-            let sdk = sendonce::Sdk::open(config.try_into()?)?;
+            let sdk = Arc::new(sendonce::Sdk::open(config.try_into()?)?);
             Ok(Arc::new(Self { sdk }))
         })
     }
@@ -86,7 +86,7 @@ impl SendOnceCore {
         })
     }
 
-    /// Unregisters a listener.
+    /// Unregisters a listener (transfer or event listener).
     pub fn remove_listener(&self, id: u64) -> Result<()> {
         guard(|| {
             self.sdk.remove_listener(id);

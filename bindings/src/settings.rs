@@ -299,6 +299,20 @@ pub struct SendOnceConfig {
     /// How long finished transfers are kept (ms; default 30 days, 1 hour to 10 years).
     #[uniffi(default = 2592000000)]
     pub retention_ms: i64,
+    /// The account the store is bound to (persisted at first use); another account is refused with
+    /// `AccountMismatch` while this one has unfinished transfers.
+    #[uniffi(default = None)]
+    pub account_id: Option<String>,
+    /// Longest wait for the token provider (ms); past it the transfer parks in AuthRequired.
+    #[uniffi(default = 10000)]
+    pub token_timeout_ms: i64,
+    /// Background wake-ups (drain, network back in the background) spread their first requests
+    /// over at most this long (ms; at most the retry cap).
+    #[uniffi(default = 60000)]
+    pub background_wake_window_ms: i64,
+    /// Opt-in: log lines may name the recipient and the note (never the token).
+    #[uniffi(default = false)]
+    pub log_personal_data: bool,
 }
 
 impl std::fmt::Debug for SendOnceConfig {
@@ -316,6 +330,13 @@ impl std::fmt::Debug for SendOnceConfig {
             .field("max_concurrent_sends", &self.max_concurrent_sends)
             .field("clock_speed", &self.clock_speed)
             .field("retention_ms", &self.retention_ms)
+            .field(
+                "account_id",
+                &self.account_id.as_ref().map(|_| "<redacted>"),
+            )
+            .field("token_timeout_ms", &self.token_timeout_ms)
+            .field("background_wake_window_ms", &self.background_wake_window_ms)
+            .field("log_personal_data", &self.log_personal_data)
             .finish()
     }
 }
@@ -327,7 +348,16 @@ impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {
             .request_timeout(duration("request_timeout_ms", c.request_timeout_ms)?)
             .connect_timeout(duration("connect_timeout_ms", c.connect_timeout_ms)?)
             .max_concurrent_sends(c.max_concurrent_sends as usize)
-            .retention(duration("retention_ms", c.retention_ms)?);
+            .retention(duration("retention_ms", c.retention_ms)?)
+            .token_timeout(duration("token_timeout_ms", c.token_timeout_ms)?)
+            .background_wake_window(duration(
+                "background_wake_window_ms",
+                c.background_wake_window_ms,
+            )?)
+            .log_personal_data(c.log_personal_data);
+        if let Some(account) = c.account_id {
+            builder = builder.account_id(account);
+        }
         if let Some(token) = c.access_token {
             builder = builder.access_token(token.expose());
         }
@@ -371,6 +401,10 @@ mod tests {
             max_concurrent_sends: 4,
             clock_speed: 1.0,
             retention_ms: 30 * 86_400_000,
+            account_id: Some("acct-1".into()),
+            token_timeout_ms: 10_000,
+            background_wake_window_ms: 60_000,
+            log_personal_data: false,
         };
         let printed = format!("{config:?}");
         assert!(!printed.contains("tok_secret_123"), "{printed}");

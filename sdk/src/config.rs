@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Result, SdkError};
 use crate::netsim::NetworkProfile;
+use crate::token::AccessTokenProvider;
 
 /// How the sender retries an unknown outcome.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +66,17 @@ pub struct SdkConfig {
     pub unsafe_legacy_classify: bool,
     /// How long a finished transfer stays on the device (SDK clock), counted from when it ended.
     pub retention: Duration,
+    /// Asked for a fresh token once when the server answers 401 (see [`AccessTokenProvider`]).
+    pub token_provider: Option<Arc<dyn AccessTokenProvider>>,
+    /// Longest wait for the token provider; past it the transfer parks in AuthRequired.
+    pub token_timeout: Duration,
+    /// The account the store is bound to (persisted at first use); `None` binds nothing.
+    pub account_id: Option<String>,
+    /// Background wake-ups (drain, network back while in the background) spread their first request
+    /// over at most this long.
+    pub background_wake_window: Duration,
+    /// Opt-in: log lines and events may name the recipient and the note (never the token).
+    pub log_personal_data: bool,
 }
 
 impl std::fmt::Debug for SdkConfig {
@@ -81,6 +93,8 @@ impl std::fmt::Debug for SdkConfig {
             .field("request_timeout", &self.request_timeout)
             .field("network_profile", &self.network_profile)
             .field("retention", &self.retention)
+            .field("account_id", &self.account_id.as_ref().map(|_| Redacted))
+            .field("token_provider", &self.token_provider.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +125,11 @@ impl SdkConfig {
                 unsafe_new_key_per_retry: false,
                 unsafe_legacy_classify: false,
                 retention: DEFAULT_RETENTION,
+                token_provider: None,
+                token_timeout: Duration::from_secs(10),
+                account_id: None,
+                background_wake_window: DEFAULT_WAKE_WINDOW,
+                log_personal_data: false,
             },
         }
     }
@@ -155,6 +174,20 @@ impl SdkConfig {
         )?;
         self.retry.validate()?;
         within("retention", self.retention, MIN_RETENTION, MAX_RETENTION)?;
+        within("token_timeout", self.token_timeout, MIN_STEP, MAX_TIMEOUT)?;
+        within(
+            "background_wake_window",
+            self.background_wake_window,
+            Duration::ZERO,
+            MAX_CAP,
+        )?;
+        if let Some(account) = &self.account_id {
+            if account.is_empty() || account.len() > 255 || account.chars().any(char::is_control) {
+                return Err(SdkError::InvalidConfig(
+                    "account_id must be 1-255 characters, no control characters".into(),
+                ));
+            }
+        }
         if !(1..=MAX_CONCURRENT_SENDS).contains(&self.max_concurrent_sends) {
             return Err(SdkError::InvalidConfig(format!(
                 "max_concurrent_sends is {}, must be 1-{MAX_CONCURRENT_SENDS}",
@@ -198,6 +231,9 @@ const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 const MIN_RETENTION: Duration = Duration::from_secs(3600);
 /// Longest retention (ten years): beyond it the bound on storage means nothing.
 const MAX_RETENTION: Duration = Duration::from_secs(3650 * 24 * 3600);
+/// Background wake-ups spread over one retry cap by default: a fleet coming back at once then sends
+/// at about the rate its retries would have had.
+const DEFAULT_WAKE_WINDOW: Duration = Duration::from_secs(60);
 /// Most transfers sent at once.
 const MAX_CONCURRENT_SENDS: usize = 1024;
 
@@ -304,6 +340,31 @@ impl SdkConfigBuilder {
     /// How long finished transfers are kept (default 30 days; 1 hour to 10 years).
     pub fn retention(mut self, retention: Duration) -> Self {
         self.config.retention = retention;
+        self
+    }
+    /// The app's token provider, asked once for a fresh token on a 401.
+    pub fn token_provider(mut self, provider: Arc<dyn AccessTokenProvider>) -> Self {
+        self.config.token_provider = Some(provider);
+        self
+    }
+    /// Longest wait for the token provider (default 10 s).
+    pub fn token_timeout(mut self, timeout: Duration) -> Self {
+        self.config.token_timeout = timeout;
+        self
+    }
+    /// Binds the store to this account (refused while another account has unfinished transfers).
+    pub fn account_id(mut self, account: impl Into<String>) -> Self {
+        self.config.account_id = Some(account.into());
+        self
+    }
+    /// Longest spread of a background wake-up's first requests (default 60 s, at most 24 h).
+    pub fn background_wake_window(mut self, window: Duration) -> Self {
+        self.config.background_wake_window = window;
+        self
+    }
+    /// Opt-in: recipient and note may appear in log lines and events.
+    pub fn log_personal_data(mut self, on: bool) -> Self {
+        self.config.log_personal_data = on;
         self
     }
     /// Finishes the configuration.

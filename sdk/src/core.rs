@@ -9,6 +9,7 @@ use tokio::sync::{broadcast, watch, Notify, Semaphore};
 
 use crate::clock::Clock;
 use crate::config::SdkConfig;
+use crate::events::{EventListener, SdkEvent};
 use crate::model::Transfer;
 use crate::netsim::{NetsimStats, NetworkProfile, SimTransport};
 use crate::schedule::RetryBudget;
@@ -52,6 +53,15 @@ pub(crate) struct Core {
     next_listener: AtomicU64,
     /// SDK-clock time of the last prune of finished transfers.
     last_prune_ms: AtomicI64,
+    /// Every [`SdkEvent`], fanned out to the event listeners by a task of their own.
+    pub sdk_events: broadcast::Sender<SdkEvent>,
+    event_listeners: RwLock<Vec<(u64, Arc<dyn EventListener>)>>,
+    /// Transfers whose 401 waits for the token provider, and those that already had their one refresh.
+    pub refresh: Mutex<crate::token::RefreshQueue>,
+    /// Wakes the token refresher.
+    pub refresh_wake: Notify,
+    /// False while the host app says it is in the background: network wake-ups are spread then.
+    in_foreground: AtomicBool,
 }
 
 /// How often (SDK clock) the sender prunes finished transfers: each prune is one indexed query.
@@ -64,7 +74,7 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(|p| p.into_inner())
 }
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -79,7 +89,13 @@ impl Core {
         let budget = RetryBudget::new(&config.retry, clock.now_ms());
         let (events, _) = broadcast::channel(1024);
         let (changes, _) = watch::channel(0);
+        let (sdk_events, _) = broadcast::channel(1024);
         Self {
+            sdk_events,
+            event_listeners: RwLock::new(Vec::new()),
+            refresh: Mutex::new(Default::default()),
+            refresh_wake: Notify::new(),
+            in_foreground: AtomicBool::new(true),
             store,
             token: RwLock::new(config.access_token.clone()),
             send_slots: Semaphore::new(config.max_concurrent_sends),
@@ -131,6 +147,36 @@ impl Core {
         }
     }
 
+    /// Hands an event to the event dispatcher (never blocks the sender on the app's code).
+    pub fn emit(&self, event: SdkEvent) {
+        let _ = self.sdk_events.send(event);
+    }
+
+    /// Calls every event listener with `event`.
+    pub fn notify_event_listeners(&self, event: &SdkEvent) {
+        let listeners: Vec<_> = read(&self.event_listeners)
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect();
+        for listener in listeners {
+            crate::events::deliver(listener.as_ref(), event.clone());
+        }
+    }
+
+    pub fn add_event_listener(&self, listener: Arc<dyn EventListener>) -> u64 {
+        let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
+        write(&self.event_listeners).push((id, listener));
+        id
+    }
+
+    pub fn in_foreground(&self) -> bool {
+        self.in_foreground.load(Ordering::SeqCst)
+    }
+
+    pub fn set_in_foreground(&self, foreground: bool) {
+        self.in_foreground.store(foreground, Ordering::SeqCst);
+    }
+
     pub fn add_listener(&self, listener: Arc<dyn TransferListener>) -> u64 {
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
         write(&self.listeners).push((id, listener));
@@ -139,6 +185,7 @@ impl Core {
 
     pub fn remove_listener(&self, id: u64) {
         write(&self.listeners).retain(|(i, _)| *i != id);
+        write(&self.event_listeners).retain(|(i, _)| *i != id);
     }
 
     pub fn transport(&self) -> Arc<dyn Transport> {

@@ -30,6 +30,15 @@ pub enum SdkError {
     /// Another SDK instance (this process or another) already owns this database file.
     #[error("database is in use by another sendonce instance: {0}")]
     AlreadyOpen(String),
+    /// Another process (an app's `:worker` process, say) holds this database file: try again later.
+    #[error("database is busy in another process, try again later: {0}")]
+    Busy(String),
+    /// The store is bound to another account that still has unfinished transfers.
+    #[error("this device's transfers belong to another account: {0}")]
+    AccountMismatch(String),
+    /// Refused: this many transfers are unfinished (pass `force` to discard them).
+    #[error("{0} transfers are unfinished; refusing to discard them without force")]
+    UnfinishedTransfers(u32),
     /// No transfer with this local id.
     #[error("no transfer with id {0}")]
     NotFound(String),

@@ -24,19 +24,29 @@
 //! # Ok(()) }
 //! ```
 
+mod account;
+mod background;
 mod classify;
 pub mod clock;
 mod composer;
 mod config;
 mod core;
 mod error;
+mod events;
 mod model;
 pub mod netsim;
 pub mod schedule;
 mod sdk;
 mod sender;
+mod shared;
 mod store;
+mod token;
 pub mod transport;
+
+pub use crate::account::{wipe, WipeReport};
+pub use crate::background::DrainSummary;
+pub use crate::events::{EventListener, SdkEvent};
+pub use crate::token::AccessTokenProvider;
 
 pub use crate::classify::{classify, Verdict};
 pub use crate::clock::{Clock, SimClock, SystemClock};

@@ -112,3 +112,19 @@ impl RetryBudget {
         }
     }
 }
+
+/// When a transfer woken in the background sends its next request: spread uniformly over
+/// `window_ms` from `now_ms` by the transfer's own seed, so a fleet whose network returns at the same
+/// instant does not arrive at the same instant. Never later than a time it already had.
+pub fn background_wake_at(now_ms: i64, window_ms: i64, seed: u64, scheduled_ms: i64) -> i64 {
+    // Its own stream of numbers: the retry jitter of attempt 0 is not reused.
+    let offset = (jitter_fraction(seed ^ WAKE_SALT, u32::MAX) * window_ms.max(0) as f64) as i64;
+    let spread = now_ms.saturating_add(offset);
+    if scheduled_ms > now_ms {
+        spread.min(scheduled_ms)
+    } else {
+        spread
+    }
+}
+
+const WAKE_SALT: u64 = 0x5745_414B_4555_5031;

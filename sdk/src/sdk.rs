@@ -9,6 +9,7 @@ use crate::composer::Composer;
 use crate::config::SdkConfig;
 use crate::core::{mint_key, Core, TransferListener};
 use crate::error::{Result, SdkError};
+use crate::events::EventListener;
 use crate::model::{Transfer, TransferRequest};
 use crate::netsim::{NetsimStats, NetworkProfile};
 use crate::sender;
@@ -17,8 +18,8 @@ use crate::transport::{HttpTransport, Transport};
 
 /// The SDK: one per database file, sending in the background on its own runtime.
 pub struct Sdk {
-    core: Arc<Core>,
-    handle: Handle,
+    pub(crate) core: Arc<Core>,
+    pub(crate) handle: Handle,
     runtime: Mutex<Option<Runtime>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -44,6 +45,9 @@ impl Sdk {
     pub fn open_with_transport(config: SdkConfig, transport: Arc<dyn Transport>) -> Result<Self> {
         config.validate()?;
         let store = Store::open(&config.db_path)?;
+        if let Some(account) = &config.account_id {
+            crate::account::bind_store(&store, account, |s| Ok(s.wipe()?.into()))?;
+        }
         let now = config.clock.now_ms();
         let mut recovered = store.recover_in_flight(now)?;
         // A transfer parked for credentials resumes as soon as the app opens with a token: it will not
@@ -68,15 +72,17 @@ impl Sdk {
         tracing::info!(db = %core.store.path().display(), recovered = recovered.len(), "sendonce opened");
         let sender = handle.spawn(sender::run(core.clone()));
         let dispatcher = handle.spawn(dispatch_listeners(core.clone()));
+        let events = handle.spawn(dispatch_events(core.clone()));
+        let refresher = handle.spawn(crate::token::run(core.clone()));
         Ok(Self {
             core,
             handle,
             runtime: Mutex::new(Some(runtime)),
-            tasks: Mutex::new(vec![sender, dispatcher]),
+            tasks: Mutex::new(vec![sender, dispatcher, events, refresher]),
         })
     }
 
-    fn live(&self) -> Result<&Arc<Core>> {
+    pub(crate) fn live(&self) -> Result<&Arc<Core>> {
         if self.core.is_closed() {
             Err(SdkError::Closed)
         } else {
@@ -178,18 +184,48 @@ impl Sdk {
         self.core.add_listener(listener)
     }
 
-    /// Unregisters a listener.
+    /// Registers a listener told of every [`SdkEvent`] (attempts, answers, retries, outcomes,
+    /// wipes), in order; returns an id for `remove_listener`.
+    pub fn add_event_listener(&self, listener: Arc<dyn EventListener>) -> u64 {
+        self.core.add_event_listener(listener)
+    }
+
+    /// True once closed.
+    pub fn is_closed(&self) -> bool {
+        self.core.is_closed()
+    }
+
+    /// The server this instance talks to.
+    pub fn base_url(&self) -> &str {
+        &self.core.config.base_url
+    }
+
+    /// Unregisters a listener (transfer or event listener).
     pub fn remove_listener(&self, id: u64) {
         self.core.remove_listener(id)
     }
 
-    /// The host app's connectivity signal; `true` wakes every waiting retry at once.
+    /// The host app's connectivity signal; `true` wakes every waiting retry: at once in the foreground,
+    /// spread over `background_wake_window` in the background (see `set_in_foreground`).
     pub fn set_network_available(&self, available: bool) -> Result<()> {
         let core = self.live()?;
         let was = core.set_network_available(available);
-        if available {
+        if available && !core.in_foreground() {
+            let woken = crate::background::spread_wake(
+                core,
+                core.config
+                    .background_wake_window
+                    .min(core.config.retry.cap),
+            )?;
+            tracing::info!(
+                was_available = was,
+                woken,
+                "network available (background: spread)"
+            );
+        } else if available {
             let now = core.clock.now_ms();
-            let woken = core.store.wake_retries(now)?;
+            let mut woken = core.store.wake_retries(now)?;
+            woken.extend(crate::background::wake_pending_now(core, now)?);
             tracing::info!(
                 was_available = was,
                 woken = woken.len(),
@@ -203,12 +239,7 @@ impl Sdk {
 
     /// Replaces the bearer token; transfers waiting in AuthRequired resume.
     pub fn set_access_token(&self, token: Option<String>) -> Result<()> {
-        let core = self.live()?;
-        core.set_access_token(token);
-        let resumed = core.store.resume_auth(core.clock.now_ms())?;
-        self.republish(&resumed)?;
-        core.wake.notify_one();
-        Ok(())
+        crate::token::set_by_app(self.live()?, token)
     }
 
     /// Switches train mode (the network simulator) at run time; `seed` makes faults reproducible.
@@ -301,7 +332,13 @@ pub(crate) async fn persist(
             let transfer = core.store.insert(&local_id, &key, &request, core.clock.now_ms())?;
             // Its sending time starts now, not when this instance opened.
             core.mark_elapsed(&local_id, mono);
-            tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor, "transfer persisted");
+            if core.config.log_personal_data {
+                // The app opted in (a debug build, a support session): recipient and note, never the token.
+                tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor,
+                    to = %transfer.to_user_id, note = ?transfer.note, "transfer persisted");
+            } else {
+                tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor, "transfer persisted");
+            }
             core.publish(transfer.clone());
             core.wake.notify_one();
             Ok(transfer)
@@ -311,7 +348,7 @@ pub(crate) async fn persist(
 }
 
 /// A task of the SDK's runtime that did not finish: cut off by `close()` (say so), or a caught panic.
-fn joined(core: &Core, e: tokio::task::JoinError) -> SdkError {
+pub(crate) fn joined(core: &Core, e: tokio::task::JoinError) -> SdkError {
     if core.is_closed() || e.is_cancelled() {
         SdkError::Closed
     } else {
@@ -334,6 +371,22 @@ async fn dispatch_listeners(core: Arc<Core>) {
                 tracing::warn!(
                     missed = n,
                     "listeners fell behind; some intermediate states were skipped"
+                );
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+async fn dispatch_events(core: Arc<Core>) {
+    let mut events = core.sdk_events.subscribe();
+    loop {
+        match events.recv().await {
+            Ok(event) => core.notify_event_listeners(&event),
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(
+                    missed = n,
+                    "event listeners fell behind; some events were skipped"
                 );
             }
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,

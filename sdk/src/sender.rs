@@ -10,9 +10,11 @@ use tokio::time::sleep;
 use crate::classify::{classify, contact, is_server_not_found, Contact, Verdict};
 use crate::core::Core;
 use crate::error::Result;
+use crate::events::SdkEvent;
 use crate::model::{Rejection, Transfer, TransferState};
 use crate::schedule::{next_attempt, seed_of, NextAttempt, ScheduleInput};
 use crate::store::Update;
+use crate::token;
 use crate::transport::{HttpRequest, HttpResponse, Method, TransportError};
 
 mod claim;
@@ -112,6 +114,7 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
             .store
             .record(local_id, &needs_attention(core, now), now, QUEUED)?;
         tracing::warn!(local_id, key = %t.idempotency_key, "give-up horizon reached; resolving by status look-up");
+        announce(core, &t, now);
         core.publish(t);
         return Ok(());
     }
@@ -135,13 +138,22 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
     };
     core.mark_elapsed(local_id, mono);
     core.publish(transfer.clone());
+    core.emit(SdkEvent::AttemptStarted {
+        local_id: local_id.into(),
+        attempt: transfer.attempts,
+    });
 
     // Phase 2: the same key and the same bytes, every time.
     let (key, body) = core.store.wire(local_id)?;
     let token_generation = core.token_generation();
     let span = tracing::info_span!("attempt", local_id, key = %key, attempt = transfer.attempts);
+    let sent_at = std::time::Instant::now();
     let result = send(core, Method::Post, "/v1/transfers", Some(&key), body).await;
+    core.emit(answered(local_id, transfer.attempts, &result, sent_at));
     let verdict = verdict_of(core, &result, &key);
+    let unauthorized = matches!(verdict, Verdict::AuthRequired(_));
+    let token_changed = core.token_generation() != token_generation;
+    let refresh = unauthorized && !token_changed && token::may_refresh(core, local_id);
     let got = contact(&result, &key);
     if got > reached {
         durably(local_id, || core.store.raise_contact(local_id, got as i64)).await?;
@@ -169,12 +181,15 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
             rejection,
         },
         // A token set while this request was out is retried at once instead of parking the transfer.
-        Verdict::AuthRequired(error) if core.token_generation() != token_generation => {
-            Update::Retry {
-                next_attempt_at_ms: later,
-                error,
-            }
-        }
+        Verdict::AuthRequired(error) if token_changed => Update::Retry {
+            next_attempt_at_ms: later,
+            error,
+        },
+        // The app's provider is asked once for a fresh token, off this path (see token.rs).
+        Verdict::AuthRequired(error) if refresh => Update::Retry {
+            next_attempt_at_ms: later.saturating_add(token::hold_ms(core)),
+            error: format!("{error}; asking the app for a fresh token"),
+        },
         Verdict::AuthRequired(error) => Update::AuthRequired { error },
         Verdict::Retry {
             retry_after_ms,
@@ -191,6 +206,9 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
         core.forget_elapsed(local_id);
     }
     let parks = matches!(update, Update::AuthRequired { .. });
+    if !unauthorized {
+        token::forget(core, local_id);
+    }
     // The answer is the one thing that cannot be had again for free: a failed write is retried before
     // the transfer is handed back to the schedule (and, the disk still full, to the sweep).
     let mut recorded = durably(local_id, || {
@@ -209,8 +227,51 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
             .store
             .record(local_id, &resume, later, &[TransferState::AuthRequired])?;
     }
+    announce(core, &recorded, later);
+    if refresh && recorded.state == TransferState::Retrying {
+        token::request(core, local_id);
+    }
     core.publish(recorded);
     Ok(())
+}
+
+/// The event for an attempt's answer (or its lack).
+fn answered(
+    local_id: &str,
+    attempt: u32,
+    result: &Result<HttpResponse, TransportError>,
+    sent_at: std::time::Instant,
+) -> SdkEvent {
+    let (status, error) = match result {
+        Ok(r) => (Some(r.status), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    SdkEvent::AttemptAnswered {
+        local_id: local_id.into(),
+        attempt,
+        status,
+        latency_ms: u64::try_from(sent_at.elapsed().as_millis()).unwrap_or(u64::MAX),
+        error,
+    }
+}
+
+/// The event for a recorded state: a retry's delay, a give-up, or the outcome.
+fn announce(core: &Core, t: &Transfer, now: i64) {
+    let local_id = t.local_id.clone();
+    let event = match t.state {
+        TransferState::Retrying => SdkEvent::RetryScheduled {
+            local_id,
+            delay_ms: t
+                .next_attempt_at_ms
+                .unwrap_or(now)
+                .saturating_sub(now)
+                .max(0),
+        },
+        TransferState::NeedsAttention => SdkEvent::GaveUp { local_id },
+        s if s.is_final() => SdkEvent::Resolved { local_id, state: s },
+        _ => return,
+    };
+    core.emit(event);
 }
 
 /// States a transfer waits in between attempts (the sender may start an attempt from these).
@@ -284,6 +345,9 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
         None => current,
     };
     tracing::info!(local_id, key = %key, state = ?transfer.state, "status look-up");
+    if transfer.state.is_final() {
+        announce(core, &transfer, now);
+    }
     core.publish(transfer.clone());
     Ok(transfer)
 }

@@ -2,8 +2,12 @@
 //!
 //! Every function is one visible transaction; the sender calls them in order.
 
+mod account;
 mod file;
 mod history;
+mod wake;
+
+pub use account::Wiped;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

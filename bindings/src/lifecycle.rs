@@ -1,0 +1,183 @@
+//! The SDK beyond the open screen: the process's shared instance, background drains, accounts and
+//! the app's own token provider, HTTP stack and event listener.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Result, SendOnceError};
+use crate::events::{EventListener, EventListenerAdapter};
+use crate::foreign::{AccessTokenProvider, HttpTransport, TokenProviderAdapter, TransportAdapter};
+use crate::guard::{guard, guard_async};
+use crate::objects::SendOnceCore;
+use crate::settings::SendOnceConfig;
+use crate::types::Transfer;
+
+/// What a drain achieved: a WorkManager worker turns it into `Result.success()` / `retry()`, a
+/// BGProcessingTask into its completion and next request.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct DrainSummary {
+    /// Transfers that reached a final state during the drain.
+    pub finished: Vec<Transfer>,
+    /// Transfers still unfinished (AuthRequired ones wait for a token, not for a worker).
+    pub unfinished: Vec<Transfer>,
+    /// Earliest next attempt of the unfinished ones (ms since the epoch, SDK clock), if scheduled.
+    pub next_attempt_at_ms: Option<i64>,
+    /// From now to that attempt (ms, at least 0): the delay of the next enqueue.
+    pub next_attempt_in_ms: Option<i64>,
+    /// True if the drain returned at its deadline with work still due.
+    pub deadline_reached: bool,
+}
+
+impl From<sendonce::DrainSummary> for DrainSummary {
+    fn from(s: sendonce::DrainSummary) -> Self {
+        Self {
+            finished: s.finished.into_iter().map(Into::into).collect(),
+            unfinished: s.unfinished.into_iter().map(Into::into).collect(),
+            next_attempt_at_ms: s.next_attempt_at_ms,
+            next_attempt_in_ms: s.next_attempt_in_ms,
+            deadline_reached: s.deadline_reached,
+        }
+    }
+}
+
+/// What a sign-out or a wipe discarded.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct WipeReport {
+    /// Unfinished transfers discarded (only with `force`): their outcome on the server is unknown.
+    pub discarded_unfinished: Vec<Transfer>,
+    /// Finished transfers deleted.
+    pub deleted_finished: u32,
+}
+
+impl From<sendonce::WipeReport> for WipeReport {
+    fn from(r: sendonce::WipeReport) -> Self {
+        Self {
+            discarded_unfinished: r.discarded_unfinished.into_iter().map(Into::into).collect(),
+            deleted_finished: r.deleted_finished,
+        }
+    }
+}
+
+/// The SDK config with the app's provider and transport plugged in.
+fn assemble(
+    config: SendOnceConfig,
+    token_provider: Option<Arc<dyn AccessTokenProvider>>,
+) -> Result<sendonce::SdkConfig> {
+    let mut config: sendonce::SdkConfig = config.try_into()?;
+    if let Some(provider) = token_provider {
+        config.token_provider = Some(Arc::new(TokenProviderAdapter(provider)));
+    }
+    Ok(config)
+}
+
+fn adapt(
+    config: &sendonce::SdkConfig,
+    transport: Arc<dyn HttpTransport>,
+) -> Arc<dyn sendonce::transport::Transport> {
+    Arc::new(TransportAdapter {
+        transport,
+        timeout: config.request_timeout,
+    })
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl SendOnceCore {
+    /// The process's one instance on `config.db_path`: the same SDK for the UI, a worker and a push
+    /// handler (never `AlreadyOpen`); `Busy` while another process holds the file (try later).
+    #[uniffi::constructor]
+    pub fn shared(config: SendOnceConfig) -> Result<Arc<Self>> {
+        Self::shared_with(config, None, None)
+    }
+
+    /// [`SendOnceCore::shared`] with the app's token provider and HTTP stack (used only when this
+    /// call opens the instance).
+    #[uniffi::constructor]
+    pub fn shared_with(
+        config: SendOnceConfig,
+        token_provider: Option<Arc<dyn AccessTokenProvider>>,
+        transport: Option<Arc<dyn HttpTransport>>,
+    ) -> Result<Arc<Self>> {
+        guard(|| {
+            let config = assemble(config, token_provider)?;
+            let sdk = match transport {
+                None => sendonce::Sdk::shared(config)?,
+                Some(t) => {
+                    let t = adapt(&config, t);
+                    sendonce::Sdk::shared_with_transport(config, t)?
+                }
+            };
+            Ok(Arc::new(Self { sdk }))
+        })
+    }
+
+    /// Like `open`, with the app's token provider and HTTP stack.
+    #[uniffi::constructor]
+    pub fn open_with(
+        config: SendOnceConfig,
+        token_provider: Option<Arc<dyn AccessTokenProvider>>,
+        transport: Option<Arc<dyn HttpTransport>>,
+    ) -> Result<Arc<Self>> {
+        guard(|| {
+            let config = assemble(config, token_provider)?;
+            let sdk = match transport {
+                None => sendonce::Sdk::open(config)?,
+                Some(t) => {
+                    let t = adapt(&config, t);
+                    sendonce::Sdk::open_with_transport(config, t)?
+                }
+            };
+            Ok(Arc::new(Self { sdk: Arc::new(sdk) }))
+        })
+    }
+
+    /// Sends and resolves everything due within `deadline_ms`, then says what is left. Returns by the
+    /// deadline even with a request out: nothing is lost, it goes on with the same key.
+    pub async fn drain(&self, deadline_ms: i64) -> Result<DrainSummary> {
+        guard_async(async {
+            let ms = u64::try_from(deadline_ms).map_err(|_| {
+                SendOnceError::config(format!(
+                    "deadline_ms must not be negative, got {deadline_ms}"
+                ))
+            })?;
+            Ok(self.sdk.drain(Duration::from_millis(ms)).await?.into())
+        })
+        .await
+    }
+
+    /// The app's lifecycle: in the background, network wake-ups are spread over the wake window.
+    pub fn set_in_foreground(&self, foreground: bool) -> Result<()> {
+        guard(|| Ok(self.sdk.set_in_foreground(foreground)?))
+    }
+
+    /// The account the store is bound to, if any.
+    pub fn account_id(&self) -> Result<Option<String>> {
+        guard(|| Ok(self.sdk.account_id()?))
+    }
+
+    /// Signs `account_id` in with `token`; another account than the bound one is refused with
+    /// `AccountMismatch` while it has unfinished transfers (with none, its history is wiped first).
+    pub fn sign_in(&self, account_id: String, token: Option<String>) -> Result<Option<WipeReport>> {
+        guard(|| Ok(self.sdk.sign_in(&account_id, token)?.map(Into::into)))
+    }
+
+    /// Forgets the token and deletes every transfer and the account binding; refused with
+    /// `UnfinishedTransfers` while any is unfinished, unless `force`.
+    pub fn sign_out(&self, force: bool) -> Result<WipeReport> {
+        guard(|| Ok(self.sdk.sign_out(force)?.into()))
+    }
+
+    /// Registers a listener told of every event (attempts, answers, retries, outcomes, wipes).
+    pub fn add_event_listener(&self, listener: Arc<dyn EventListener>) -> Result<u64> {
+        guard(|| {
+            Ok(self
+                .sdk
+                .add_event_listener(Arc::new(EventListenerAdapter(listener))))
+        })
+    }
+}
+
+/// Wipes a file no instance has open; `Busy` if one has, `UnfinishedTransfers` unless `force`.
+#[uniffi::export]
+pub fn wipe(db_path: String, force: bool) -> Result<WipeReport> {
+    guard(|| Ok(sendonce::wipe(std::path::Path::new(&db_path), force)?.into()))
+}

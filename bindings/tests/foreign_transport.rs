@@ -1,0 +1,103 @@
+//! A foreign transport (here a Rust implementation of the exported trait, as Kotlin's OkHttp and
+//! Swift's URLSession adapters implement it) carries every request, and train mode wraps it exactly as
+//! it wraps the built-in one.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use sendonce_ffi::foreign::TransportFailure;
+use sendonce_ffi::{
+    HttpHeader, HttpRequest, HttpResponse, HttpTransport, NetworkProfile, SendOnceConfig,
+    SendOnceCore, TransferRequest, TransferState,
+};
+
+#[derive(Default)]
+struct Recorder {
+    calls: AtomicUsize,
+    keys: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl HttpTransport for Recorder {
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, TransportFailure> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let key = request
+            .headers
+            .iter()
+            .find(|h| h.name == "idempotency-key")
+            .map(|h| h.value.clone())
+            .unwrap_or_default();
+        self.keys.lock().unwrap().push(key.clone());
+        Ok(HttpResponse {
+            status: 201,
+            headers: vec![HttpHeader {
+                name: "Content-Type".into(),
+                value: "application/json".into(),
+            }],
+            body: format!(
+                r#"{{"transfer_id":"t_1","status":"completed","idempotency_key":"{key}"}}"#
+            )
+            .into_bytes(),
+        })
+    }
+}
+
+fn config(db: String) -> SendOnceConfig {
+    SendOnceConfig {
+        base_url: "https://api.example.com".into(),
+        db_path: db,
+        access_token: None,
+        retry: None,
+        request_timeout_ms: 5_000,
+        connect_timeout_ms: 5_000,
+        network_profile: None,
+        max_concurrent_sends: 4,
+        clock_speed: 1.0,
+        retention_ms: 30 * 86_400_000,
+        account_id: None,
+        token_timeout_ms: 10_000,
+        background_wake_window_ms: 0,
+        log_personal_data: false,
+    }
+}
+
+#[tokio::test]
+async fn train_mode_wraps_a_foreign_transport_like_the_built_in_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let core = SendOnceCore::open_with(
+        config(dir.path().join("d.db").display().to_string()),
+        None,
+        Some(recorder.clone()),
+    )
+    .unwrap();
+    core.set_network_profile(NetworkProfile::Offline, 1)
+        .unwrap();
+    let t = core
+        .send_transfer(TransferRequest {
+            to_user_id: "u_bob".into(),
+            amount_minor: 10,
+            currency: "BDT".into(),
+            note: None,
+        })
+        .await
+        .unwrap();
+    while core.network_stats().unwrap().offline == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        recorder.calls.load(Ordering::SeqCst),
+        0,
+        "the tunnel is in front of it"
+    );
+
+    core.set_network_profile(NetworkProfile::Off, 0).unwrap();
+    let summary = core.drain(20_000).await.unwrap();
+    assert_eq!(summary.finished.len(), 1, "{summary:?}");
+    assert_eq!(summary.finished[0].state, TransferState::Succeeded);
+    assert_eq!(
+        *recorder.keys.lock().unwrap(),
+        vec![t.idempotency_key.clone()]
+    );
+    core.shutdown().unwrap();
+}
