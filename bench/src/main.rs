@@ -1,11 +1,12 @@
 //! `sendonce-bench`: what exactly-once costs, each figure against its baseline in the same run.
 //!
 //! ```text
-//! sendonce-bench [--quick] [--only 1,3,4,5,6,7,2] [--out DIR] [--dir DIR] [--fast-dir DIR]
+//! sendonce-bench [--quick] [--only 1,3,4,5,6,7,8,2] [--out DIR] [--dir DIR] [--fast-dir DIR]
 //! ```
 //! Writes `BENCHMARKS.md` and `BENCHMARKS.json` into `--out` (default: the current directory) and
 //! prints the table. `scripts/bench` builds it in release mode and runs it from the repo root.
 
+mod cold_open;
 mod ffi;
 mod key_table;
 mod memory;
@@ -19,7 +20,7 @@ mod tap_to_durable;
 mod train;
 mod write_path;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use report::Report;
@@ -33,7 +34,7 @@ struct Args {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: sendonce-bench [--quick] [--only 1,2,3,4,5,6,7] [--out DIR] [--dir DIR] [--fast-dir DIR]");
+    eprintln!("usage: sendonce-bench [--quick] [--only 1,2,3,4,5,6,7,8] [--out DIR] [--dir DIR] [--fast-dir DIR]");
     std::process::exit(2)
 }
 
@@ -73,6 +74,10 @@ fn main() {
                 memory::child_sdk(std::path::Path::new(dir), n.parse().unwrap_or(0))
             }
             (Some("server"), Some(db), _) => memory::child_server(db),
+            (Some("cold-open"), Some(side), Some(db)) => cold_open::child(side, Path::new(db)),
+            (Some("year-rss"), Some(db), Some(n)) => {
+                cold_open::child_year(Path::new(db), n.parse().unwrap_or(10_000))
+            }
             (Some("tap"), Some(side), Some(n)) => {
                 let dir = PathBuf::from(
                     argv.get(4)
@@ -188,6 +193,23 @@ fn main() {
                 requests,
                 2,
             ))
+        });
+    }
+    if wants("8") {
+        timed(&mut report, "8", &mut |r| {
+            let (unfinished, finished) = if q {
+                (1_000, 10_000)
+            } else {
+                (10_000, 100_000)
+            };
+            cold_open::run(
+                r,
+                &args.dir,
+                &args.fast_dir,
+                unfinished,
+                finished,
+                if q { 3 } else { 12 },
+            )
         });
     }
     if wants("2") {

@@ -7,10 +7,10 @@ use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::confirm::persist;
 use crate::core::Core;
 use crate::error::{Result, SdkError};
 use crate::model::{Rejection, Transfer, TransferRequest, TransferState};
-use crate::sdk::persist;
 
 /// What the confirm screen shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +98,6 @@ pub trait ComposerListener: Send + Sync {
 /// One confirm screen's state machine.
 pub struct Composer {
     core: Arc<Core>,
-    handle: Handle,
     shared: Arc<Shared>,
     // Serialises confirms: two taps racing each other still mint one key.
     confirm_lock: tokio::sync::Mutex<()>,
@@ -151,7 +150,6 @@ impl Composer {
         let follower = handle.spawn(follow(core.clone(), shared.clone()));
         Self {
             core,
-            handle,
             shared,
             confirm_lock: tokio::sync::Mutex::new(()),
             follower,
@@ -176,7 +174,7 @@ impl Composer {
         let previous = self.shared.state.borrow().clone();
         self.shared
             .set(None, ComposerState::Submitting { transfer: None });
-        match persist(&self.core, &self.handle, request).await {
+        match persist(&self.core, request).await {
             Ok(transfer) => {
                 self.shared.set(
                     Some(transfer.local_id.clone()),

@@ -10,6 +10,7 @@ use tokio::sync::{broadcast, watch, Notify, Semaphore};
 use crate::clock::Clock;
 use crate::config::SdkConfig;
 use crate::events::{EventListener, SdkEvent};
+use crate::confirm::Confirmer;
 use crate::model::Transfer;
 use crate::netsim::{NetsimStats, NetworkProfile, SimTransport};
 use crate::schedule::RetryBudget;
@@ -31,6 +32,8 @@ type ActiveTransport = (
 
 pub(crate) struct Core {
     pub store: Store,
+    /// The store thread that commits confirmations.
+    pub confirmer: Confirmer,
     pub config: SdkConfig,
     pub clock: Arc<dyn Clock>,
     pub wake: Notify,
@@ -84,19 +87,24 @@ pub(crate) fn mint_key() -> String {
 }
 
 impl Core {
-    pub fn new(store: Store, config: SdkConfig, base_transport: Arc<dyn Transport>) -> Self {
+    pub fn new(
+        store: Store,
+        config: SdkConfig,
+        base_transport: Arc<dyn Transport>,
+    ) -> crate::error::Result<Self> {
         let clock = config.clock.clone();
         let budget = RetryBudget::new(&config.retry, clock.now_ms());
         let (events, _) = broadcast::channel(1024);
         let (changes, _) = watch::channel(0);
         let (sdk_events, _) = broadcast::channel(1024);
-        Self {
+        Ok(Self {
             sdk_events,
             event_listeners: RwLock::new(Vec::new()),
             refresh: Mutex::new(Default::default()),
             refresh_wake: Notify::new(),
             in_foreground: AtomicBool::new(true),
             store,
+            confirmer: Confirmer::start()?,
             token: RwLock::new(config.access_token.clone()),
             send_slots: Semaphore::new(config.max_concurrent_sends),
             clock,
@@ -116,7 +124,7 @@ impl Core {
             next_listener: AtomicU64::new(1),
             last_prune_ms: AtomicI64::new(i64::MIN),
             config,
-        }
+        })
     }
 
     /// Tells listeners, waiters and composers of a new persisted state.
@@ -267,11 +275,11 @@ impl Core {
     }
 
     /// Deletes finished transfers past the retention if the last prune is an hour old (or the clock
-    /// went back past it); returns how many.
-    pub fn prune_if_due(&self, now_ms: i64) -> crate::error::Result<usize> {
+    /// went back past it); returns whether a backlog is left for the next turn.
+    pub fn prune_if_due(&self, now_ms: i64) -> crate::error::Result<bool> {
         let last = self.last_prune_ms.load(Ordering::SeqCst);
         if last != i64::MIN && (last..last.saturating_add(PRUNE_EVERY_MS)).contains(&now_ms) {
-            return Ok(0);
+            return Ok(false);
         }
         let retention = i64::try_from(self.config.retention.as_millis()).unwrap_or(i64::MAX);
         let (pruned, more) = self.store.prune(now_ms.saturating_sub(retention))?;
@@ -280,9 +288,13 @@ impl Core {
             self.last_prune_ms.store(now_ms, Ordering::SeqCst);
         }
         if pruned > 0 {
-            tracing::info!(pruned, "finished transfers past the retention deleted");
+            tracing::info!(
+                pruned,
+                more,
+                "finished transfers past the retention deleted"
+            );
         }
-        Ok(pruned)
+        Ok(more)
     }
 
     /// Marks a transfer as being worked on; false if it already is.

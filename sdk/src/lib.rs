@@ -30,6 +30,7 @@ mod classify;
 pub mod clock;
 mod composer;
 mod config;
+mod confirm;
 mod core;
 mod error;
 mod events;

@@ -7,7 +7,8 @@ use tokio::task::JoinHandle;
 
 use crate::composer::Composer;
 use crate::config::SdkConfig;
-use crate::core::{mint_key, Core, TransferListener};
+use crate::confirm::persist;
+use crate::core::{Core, TransferListener};
 use crate::error::{Result, SdkError};
 use crate::events::EventListener;
 use crate::model::{Transfer, TransferRequest};
@@ -63,7 +64,7 @@ impl Sdk {
             .map_err(|e| SdkError::Internal(format!("could not start the runtime: {e}")))?;
         let handle = runtime.handle().clone();
         let profile = config.network_profile.clone();
-        let core = Arc::new(Core::new(store, config, transport));
+        let core = Arc::new(Core::new(store, config, transport)?);
         // At open, before the first call: the history a UI lists is already within the retention.
         if let Err(e) = core.prune_if_due(now) {
             tracing::warn!(error = %e, "pruning finished transfers failed; tried again later");
@@ -92,7 +93,7 @@ impl Sdk {
 
     /// The user confirmed: mints the key, commits transfer + key + exact body, and returns the persisted transfer.
     pub async fn send_transfer(&self, request: TransferRequest) -> Result<Transfer> {
-        persist(self.live()?, &self.handle, request).await
+        persist(self.live()?, request).await
     }
 
     /// One transfer by local id.
@@ -312,39 +313,6 @@ impl Sdk {
         }
         Ok(())
     }
-}
-
-/// Validates, mints the key and commits transfer + key + body; runs on the SDK's blocking pool so any
-/// caller's executor (JVM, Swift, another tokio runtime) works.
-pub(crate) async fn persist(
-    core: &Arc<Core>,
-    handle: &Handle,
-    request: TransferRequest,
-) -> Result<Transfer> {
-    request.validate()?;
-    let owner = core;
-    let core = core.clone();
-    handle
-        .spawn_blocking(move || {
-            let local_id = uuid::Uuid::now_v7().to_string();
-            let key = mint_key();
-            let mono = core.clock.monotonic_ms();
-            let transfer = core.store.insert(&local_id, &key, &request, core.clock.now_ms())?;
-            // Its sending time starts now, not when this instance opened.
-            core.mark_elapsed(&local_id, mono);
-            if core.config.log_personal_data {
-                // The app opted in (a debug build, a support session): recipient and note, never the token.
-                tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor,
-                    to = %transfer.to_user_id, note = ?transfer.note, "transfer persisted");
-            } else {
-                tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor, "transfer persisted");
-            }
-            core.publish(transfer.clone());
-            core.wake.notify_one();
-            Ok(transfer)
-        })
-        .await
-        .map_err(|e| joined(owner, e))?
 }
 
 /// A task of the SDK's runtime that did not finish: cut off by `close()` (say so), or a caught panic.

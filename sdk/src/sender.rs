@@ -53,9 +53,15 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
         tracing::warn!(error = %e, "WAL checkpoint failed; retried after the next commits");
     }
     let now = core.clock.now_ms();
-    if let Err(e) = core.prune_if_due(now) {
-        tracing::warn!(error = %e, "pruning finished transfers failed; tried again later");
-    }
+    // A prune backlog drains turn by turn, a pause between them, instead of one turn an hour.
+    let idle = match core.prune_if_due(now) {
+        Ok(true) => PRUNE_PAUSE,
+        Ok(false) => idle,
+        Err(e) => {
+            tracing::warn!(error = %e, "pruning finished transfers failed; tried again later");
+            idle
+        }
+    };
     if !core.network_available() {
         return Ok(idle);
     }
@@ -88,10 +94,13 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
     }
     Ok(match core.store.next_due_after(now)? {
         // A wait longer than the cap means the clock jumped backwards: never sleep past the cap.
-        Some(at) => core.clock.real_duration((at - now).clamp(0, cap)),
+        Some(at) => core.clock.real_duration((at - now).clamp(0, cap)).min(idle),
         None => idle,
     })
 }
+
+/// Pause between two turns of a prune backlog: confirmations and attempts get the writer in between.
+const PRUNE_PAUSE: Duration = Duration::from_millis(50);
 
 /// Pause after a store error before the same transfer (or a stranded one) is tried again.
 const STORE_PAUSE: Duration = Duration::from_secs(1);

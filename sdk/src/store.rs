@@ -5,9 +5,11 @@
 mod account;
 mod file;
 mod history;
+mod insert;
 mod wake;
 
 pub use account::Wiped;
+pub use insert::NewTransfer;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -17,13 +19,16 @@ use std::sync::{Mutex, MutexGuard};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::{Result, SdkError};
-use crate::model::{Rejection, Transfer, TransferRequest, TransferState};
+use crate::model::{Rejection, Transfer, TransferState};
 use file::{check_is_ours, make_private, take_instance_lock, APPLICATION_ID};
 
 /// 2: `elapsed_ms`, the sending time measured on a monotonic clock, and `contact`, how far an attempt
 /// got (issue 13). The history and retention indexes need no new version: an older SDK reads a file
 /// that has them, and opening with this one adds them to an older file.
 const SCHEMA_VERSION: i64 = 2;
+
+/// Commits between two WAL checkpoints (~7 pages each: a WAL of ~6 MB at most between them).
+const CHECKPOINT_EVERY: u64 = 200;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS transfers (
@@ -94,7 +99,6 @@ pub enum Update {
 pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
-    checkpointer: Mutex<Connection>,
     commits_since_checkpoint: AtomicU64,
     lock: Mutex<Option<File>>,
 }
@@ -115,10 +119,12 @@ impl Store {
                 "could not enable WAL (journal_mode={mode})"
             )));
         }
-        // Checkpoints run from the sender on a second connection, not inside whichever commit crosses the
+        // Checkpoints run between commits (`checkpoint_if_due`), not inside whichever commit crosses the
         // auto-checkpoint threshold: otherwise every few hundred confirmations one tap pays for a checkpoint.
+        // A WAL that grew in a burst is cut back to 8 MiB when it restarts (bounded storage).
         conn.execute_batch(
-            "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0;",
+            "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=0; \
+             PRAGMA journal_size_limit=8388608;",
         )?;
         conn.set_prepared_statement_cache_capacity(64);
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -165,14 +171,15 @@ impl Store {
                 conn.execute_batch(ddl)?;
             }
         }
-        conn.execute_batch(&format!(
-            "PRAGMA user_version={SCHEMA_VERSION}; PRAGMA application_id={APPLICATION_ID};"
-        ))?;
-        let checkpointer = Connection::open(path)?;
-        checkpointer.busy_timeout(std::time::Duration::from_secs(1))?;
+        // Each pragma write is a commit (an fsync): at every open after the first they are already set.
+        let app_id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+        if version != SCHEMA_VERSION || app_id != APPLICATION_ID {
+            conn.execute_batch(&format!(
+                "PRAGMA user_version={SCHEMA_VERSION}; PRAGMA application_id={APPLICATION_ID};"
+            ))?;
+        }
         Ok(Self {
             conn: Mutex::new(conn),
-            checkpointer: Mutex::new(checkpointer),
             commits_since_checkpoint: AtomicU64::new(0),
             path: path.to_path_buf(),
             lock: Mutex::new(Some(lock)),
@@ -189,62 +196,35 @@ impl Store {
         &self.path
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
+    pub(super) fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave a half-written row: SQLite rolls the transaction back.
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Phase "persist before the first byte": transfer, key and exact body in one statement, one
-    /// transaction, one fsync.
-    pub fn insert(
-        &self,
-        local_id: &str,
-        key: &str,
-        request: &TransferRequest,
-        now_ms: i64,
-    ) -> Result<Transfer> {
-        let body = request.body_bytes();
-        self.conn()
-            .prepare_cached(
-                "INSERT INTO transfers (local_id, idem_key, to_user_id, amount_minor, currency, note, body, state, \
-                 created_at_ms, updated_at_ms, next_attempt_at_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,'pending',?8,?8,?8)",
-            )?
-            .execute(params![local_id, key, request.to_user_id, request.amount_minor, request.currency, request.note, body, now_ms])?;
-        self.committed();
-        // The row is exactly what was written: no need to read it back.
-        Ok(Transfer {
-            local_id: local_id.into(),
-            idempotency_key: key.into(),
-            to_user_id: request.to_user_id.clone(),
-            amount_minor: request.amount_minor,
-            currency: request.currency.clone(),
-            note: request.note.clone(),
-            state: TransferState::Pending,
-            attempts: 0,
-            created_at_ms: now_ms,
-            updated_at_ms: now_ms,
-            last_attempt_at_ms: None,
-            next_attempt_at_ms: Some(now_ms),
-            last_error: None,
-            server_transfer_id: None,
-            rejection: None,
-            replayed: false,
-        })
-    }
-
-    fn committed(&self) {
+    pub(super) fn committed(&self) {
         self.commits_since_checkpoint
             .fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Copies the WAL back into the file once enough commits piled up. PASSIVE: never blocks a writer.
+    /// Copies the WAL back into the file once enough commits piled up, so the WAL is reused from its
+    /// start instead of growing.
+    ///
+    /// On the writer connection, under its lock: no write can begin while the checkpoint runs, so the
+    /// next one always restarts the WAL. (A checkpoint from a second connection, concurrent with
+    /// writes, almost never lets it restart under steady load: the WAL then only grows, and every
+    /// commit's fsync also pays for the file's new size.) Called between commits by the store thread and
+    /// the sender, never inside a confirmation.
     pub fn checkpoint_if_due(&self) -> Result<()> {
-        if self.commits_since_checkpoint.load(Ordering::Relaxed) < 200 {
+        if self.commits_since_checkpoint.load(Ordering::Relaxed) < CHECKPOINT_EVERY {
             return Ok(());
         }
+        let conn = self.conn();
         self.commits_since_checkpoint.store(0, Ordering::Relaxed);
-        let conn = self.checkpointer.lock().unwrap_or_else(|p| p.into_inner());
-        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+        let (busy, log, done): (i64, i64, i64) =
+            conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+        tracing::debug!(busy, log, done, "WAL checkpoint");
         Ok(())
     }
 
