@@ -3,6 +3,9 @@
 //! `scripts/test-all kafka` starts the broker, builds, runs them and stops the broker.
 
 mod kill_points;
+mod producer;
+mod proxy;
+mod replay;
 mod support;
 mod transactions;
 mod window;

@@ -303,8 +303,10 @@ impl Pipeline {
     pub fn api(&self) -> Api {
         Api {
             base: self.http.clone(),
+            // Shorter than server-mock's idle keep-alive close (10 s): no stale connection.
             client: reqwest::Client::builder()
                 .timeout(Duration::from_secs(30))
+                .pool_idle_timeout(Duration::from_secs(2))
                 .build()
                 .unwrap(),
         }
@@ -431,6 +433,22 @@ impl Api {
             assert!(Instant::now() < deadline, "transfer {key} never finished");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Marks every outbox event from `from_event` on unpublished (the relay sends them
+    /// again); returns how many.
+    pub async fn replay_outbox(&self, from_event: i64) -> i64 {
+        let v: Value = self
+            .client
+            .post(format!("{}/v1/test/outbox/replay", self.base))
+            .json(&json!({ "from_event": from_event }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v["republished"].as_i64().expect("republished")
     }
 
     /// server-mock's counters.
