@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use rusqlite::{Connection, Transaction};
@@ -58,8 +59,8 @@ pub enum ConsumeError {
     Inbox(#[from] InboxError),
 }
 
-impl From<rdkafka::error::KafkaError> for ConsumeError {
-    fn from(e: rdkafka::error::KafkaError) -> Self {
+impl From<KafkaError> for ConsumeError {
+    fn from(e: KafkaError) -> Self {
         ConsumeError::Broker(e.into())
     }
 }
@@ -150,15 +151,21 @@ fn handle<E: Effect>(
     Ok(())
 }
 
-/// Commits the consumer's position on every partition it has read: everything before it
-/// has had its effect committed locally.
-pub fn commit_position(consumer: &BaseConsumer) -> Result<(), rdkafka::error::KafkaError> {
+/// Where the consumer stands on each partition it has read: everything before it has had
+/// its effect (committed locally, or inside the caller's Kafka transaction).
+pub fn positions(consumer: &BaseConsumer) -> Result<TopicPartitionList, KafkaError> {
     let mut done = TopicPartitionList::new();
     for elem in consumer.position()?.elements() {
         if let Offset::Offset(o) = elem.offset() {
             done.add_partition_offset(elem.topic(), elem.partition(), Offset::Offset(o))?;
         }
     }
+    Ok(done)
+}
+
+/// Commits [`positions`].
+fn commit_position(consumer: &BaseConsumer) -> Result<(), KafkaError> {
+    let done = positions(consumer)?;
     if done.count() > 0 {
         consumer.commit(&done, CommitMode::Sync)?;
     }

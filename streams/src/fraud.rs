@@ -11,8 +11,6 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::util::Timeout;
-use rdkafka::Offset;
-use rdkafka::TopicPartitionList;
 use rusqlite::Connection;
 
 use crate::broker::{Broker, BrokerError, Isolation};
@@ -158,7 +156,7 @@ fn transaction(
         send(producer, &settings.broker.name(topic), event)?;
     }
     crate::crash::point(crate::crash::FRAUD_AFTER_SMS);
-    let offsets = positions(consumer)?;
+    let offsets = crate::consume::positions(consumer)?;
     let cgm = consumer.group_metadata().ok_or(BrokerError::NoGroup)?;
     producer.send_offsets_to_transaction(&offsets, &cgm, TXN_TIMEOUT)?;
     producer.commit_transaction(TXN_TIMEOUT)?;
@@ -209,17 +207,6 @@ fn send(producer: &BaseProducer, topic: &str, event: &Envelope) -> Result<(), Ka
             Err((e, _)) => return Err(e),
         }
     }
-}
-
-/// Where the consumer stands on each partition it has read (the offsets to commit).
-fn positions(consumer: &BaseConsumer) -> Result<TopicPartitionList, KafkaError> {
-    let mut tpl = TopicPartitionList::new();
-    for elem in consumer.position()?.elements() {
-        if let Offset::Offset(o) = elem.offset() {
-            tpl.add_partition_offset(elem.topic(), elem.partition(), Offset::Offset(o))?;
-        }
-    }
-    Ok(tpl)
 }
 
 /// Whether `e` means a newer producer with our `transactional.id` exists.

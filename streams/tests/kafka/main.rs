@@ -2,7 +2,9 @@
 //! `SENDONCE_KAFKA=kafka://127.0.0.1:PORT` and server-mock built beside these binaries:
 //! `scripts/test-all kafka` starts the broker, builds, runs them and stops the broker.
 
+mod api;
 mod kill_points;
+mod procs;
 mod producer;
 mod proxy;
 mod replay;

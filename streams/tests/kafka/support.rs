@@ -1,10 +1,7 @@
 //! Processes, the broker, server-mock over HTTP, and the consumers' databases.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -14,7 +11,9 @@ use rdkafka::{Offset, TopicPartitionList};
 use rusqlite::{Connection, OpenFlags};
 use sendonce_streams::broker::Isolation;
 use sendonce_streams::{Broker, Envelope, TransferDone};
-use serde_json::{json, Value};
+
+pub use crate::api::Api;
+pub use crate::procs::{Bin, Proc};
 
 /// Longest a test waits for the system to settle before it fails with what it saw.
 pub const SETTLE_LIMIT: Duration = Duration::from_secs(180);
@@ -51,156 +50,11 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-fn bin_dir() -> PathBuf {
+pub fn bin_dir() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_wallet"))
         .parent()
         .unwrap()
         .to_path_buf()
-}
-
-/// The binaries under test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bin {
-    ServerMock,
-    FraudCheck,
-    Wallet,
-    Sms,
-}
-
-impl Bin {
-    fn path(self) -> PathBuf {
-        match self {
-            Bin::FraudCheck => env!("CARGO_BIN_EXE_fraud-check").into(),
-            Bin::Wallet => env!("CARGO_BIN_EXE_wallet").into(),
-            Bin::Sms => env!("CARGO_BIN_EXE_sms").into(),
-            Bin::ServerMock => {
-                let p = bin_dir().join("server-mock");
-                assert!(
-                    p.exists(),
-                    "{} missing: cargo build -p server-mock first (scripts/test-all kafka does)",
-                    p.display()
-                );
-                p
-            }
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Bin::ServerMock => "server-mock",
-            Bin::FraudCheck => "fraud-check",
-            Bin::Wallet => "wallet",
-            Bin::Sms => "sms",
-        }
-    }
-}
-
-/// One running process; killed (SIGKILL) when dropped.
-pub struct Proc {
-    pub bin: Bin,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    pub stderr: PathBuf,
-}
-
-impl Proc {
-    /// Starts `bin` with `args`, `env`, stderr into `dir/<name>-<n>.err`.
-    pub fn start(bin: Bin, dir: &Path, args: &[String], env: &[(&str, &str)]) -> Proc {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let stderr = dir.join(format!(
-            "{}-{}.err",
-            bin.name(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        let mut cmd = Command::new(bin.path());
-        cmd.args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .env_remove("SENDONCE_CRASH_AT");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("{}: {e}", bin.name()));
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Proc {
-            bin,
-            stdin: child.stdin.take(),
-            child,
-            lines,
-            stderr,
-        }
-    }
-
-    /// Waits for a stdout line starting with `prefix`; returns it.
-    pub fn wait_line(&mut self, prefix: &str) -> String {
-        let deadline = Instant::now() + SETTLE_LIMIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.starts_with(prefix) => return line,
-                Ok(_) => {}
-                Err(_) => panic!(
-                    "{} never printed {prefix:?}; exit {:?}; stderr:\n{}",
-                    self.bin.name(),
-                    self.child.try_wait(),
-                    self.stderr_text()
-                ),
-            }
-        }
-    }
-
-    /// Lets a process halted at a crash point go on.
-    pub fn resume(&mut self) {
-        let stdin = self.stdin.as_mut().expect("stdin");
-        stdin.write_all(b"go\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// SIGKILL, and reaps it.
-    pub fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// Waits for it to exit by itself; returns the exit code.
-    pub fn wait_exit(mut self) -> Option<i32> {
-        let deadline = Instant::now() + SETTLE_LIMIT;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} never exited",
-                self.bin.name()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Everything it wrote on stderr so far.
-    pub fn stderr_text(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// The whole pipeline of one test: server-mock (relay), fraud check, wallet, SMS.
@@ -301,15 +155,7 @@ impl Pipeline {
 
     /// An HTTP client of server-mock.
     pub fn api(&self) -> Api {
-        Api {
-            base: self.http.clone(),
-            // Shorter than server-mock's idle keep-alive close (10 s): no stale connection.
-            client: reqwest::Client::builder()
-                .timeout(Duration::from_secs(30))
-                .pool_idle_timeout(Duration::from_secs(2))
-                .build()
-                .unwrap(),
-        }
+        Api::new(&self.http)
     }
 
     /// Waits until the outbox is drained and every group has read everything: no event
@@ -374,95 +220,6 @@ pub fn not_once(conn: &Connection, table: &str, expected: &[String]) -> Vec<(Str
         bad.push(("<total>".into(), total));
     }
     bad
-}
-
-/// server-mock over HTTP.
-pub struct Api {
-    base: String,
-    client: reqwest::Client,
-}
-
-/// A user: id and token.
-pub struct User {
-    pub id: String,
-    pub token: String,
-}
-
-impl Api {
-    /// A user with `balance` minor units of BDT.
-    pub async fn user(&self, name: &str, balance: i64) -> User {
-        let v: Value = self
-            .client
-            .post(format!("{}/v1/test/users", self.base))
-            .json(&json!({"display_name": name, "balance_minor": balance, "currency": "BDT"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        User {
-            id: v["user_id"].as_str().expect("user_id").to_string(),
-            token: v["token"].as_str().unwrap().to_string(),
-        }
-    }
-
-    /// One transfer, retried with the same key until it has a definitive answer (the
-    /// server may be restarting); returns its transfer id.
-    pub async fn transfer(&self, from: &User, to: &User, amount: i64, key: &str) -> String {
-        let body = json!({"to_user_id": to.id, "amount_minor": amount, "currency": "BDT"});
-        let deadline = Instant::now() + SETTLE_LIMIT;
-        loop {
-            let r = self
-                .client
-                .post(format!("{}/v1/transfers", self.base))
-                .bearer_auth(&from.token)
-                .header("idempotency-key", key)
-                .json(&body)
-                .send()
-                .await;
-            if let Ok(r) = r {
-                let status = r.status().as_u16();
-                let v: Value = r.json().await.unwrap_or(Value::Null);
-                match status {
-                    200 | 201 => return v["transfer_id"].as_str().unwrap().to_string(),
-                    409 | 429 | 500..=599 => {}
-                    other => panic!("transfer {key}: {other} {v}"),
-                }
-            }
-            assert!(Instant::now() < deadline, "transfer {key} never finished");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Marks every outbox event from `from_event` on unpublished (the relay sends them
-    /// again); returns how many.
-    pub async fn replay_outbox(&self, from_event: i64) -> i64 {
-        let v: Value = self
-            .client
-            .post(format!("{}/v1/test/outbox/replay", self.base))
-            .json(&json!({ "from_event": from_event }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        v["republished"].as_i64().expect("republished")
-    }
-
-    /// server-mock's counters.
-    pub async fn stats(&self) -> Value {
-        match self
-            .client
-            .get(format!("{}/v1/test/stats", self.base))
-            .send()
-            .await
-        {
-            Ok(r) => r.json().await.unwrap_or(Value::Null),
-            Err(_) => Value::Null,
-        }
-    }
 }
 
 /// Writes `envelopes` to `topic` (base name) with an idempotent producer, acked.
