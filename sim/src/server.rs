@@ -71,13 +71,17 @@ pub struct ChildServer {
 }
 
 impl RideServer {
-    /// Starts the server on `db` as `faults` needs it.
-    pub async fn start(db: &Path, faults: &ServerFaults) -> Result<Self> {
+    /// Starts the server on `db` as `faults` needs it; its relay publishes to `broker`
+    /// (a `kafka://` address) when given.
+    pub async fn start(db: &Path, faults: &ServerFaults, broker: Option<String>) -> Result<Self> {
         let mut config = ServerConfig {
             db: db.display().to_string(),
             lock_timeout: faults.lock_timeout(),
             ..ServerConfig::default()
         };
+        if let Some(url) = broker {
+            config.broker = server_mock::relay::Destination::Kafka(url);
+        }
         if faults.unfenced {
             config = config.without_fence().map_err(anyhow::Error::msg)?;
         }

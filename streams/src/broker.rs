@@ -7,9 +7,9 @@ use rdkafka::admin::{
     AdminClient, AdminOptions, NewTopic, OwnedResourceSpecifier, ResourceSpecifier,
     TopicReplication,
 };
-use rdkafka::client::DefaultClientContext;
+use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -115,6 +115,19 @@ impl Broker {
             .set("session.timeout.ms", "6000")
             .set("heartbeat.interval.ms", "1000");
         c
+    }
+
+    /// A consumer of `group` that reports each partition's end (`PartitionEOF`) to its
+    /// caller without logging it as an error.
+    pub fn end_reader(
+        &self,
+        group: &str,
+        isolation: Isolation,
+    ) -> Result<BaseConsumer<QuietEof>, BrokerError> {
+        Ok(self
+            .consumer(group, isolation)
+            .set("enable.partition.eof", "true")
+            .create_with_context(QuietEof)?)
     }
 
     fn admin(&self) -> Result<AdminClient<DefaultClientContext>, BrokerError> {
@@ -233,10 +246,7 @@ impl Broker {
             start.add_partition_offset(topic, elem.partition(), at)?;
         }
         // A reader outside the group (it never commits), stopping at each partition's end.
-        let reader: BaseConsumer = self
-            .consumer(&format!("{group}.lag-reader"), Isolation::ReadCommitted)
-            .set("enable.partition.eof", "true")
-            .create()?;
+        let reader = self.end_reader(&format!("{group}.lag-reader"), Isolation::ReadCommitted)?;
         reader.assign(&start)?;
         let (mut ended, mut lag) = (0, 0);
         let deadline = std::time::Instant::now() + ADMIN_TIMEOUT;
@@ -251,6 +261,21 @@ impl Broker {
         Ok(lag)
     }
 }
+
+/// Client context of [`Broker::end_reader`]: a partition's end is expected, not an error.
+pub struct QuietEof;
+
+impl ClientContext for QuietEof {
+    fn error(&self, error: KafkaError, reason: &str) {
+        let eof = matches!(error, KafkaError::PartitionEOF(_))
+            || error.rdkafka_error_code() == Some(RDKafkaErrorCode::PartitionEOF);
+        if !eof {
+            tracing::error!(%error, reason, "librdkafka");
+        }
+    }
+}
+
+impl ConsumerContext for QuietEof {}
 
 /// What a consumer sees of transactions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
@@ -262,11 +262,7 @@ pub fn envelopes(first: i64, n: usize, payee: &str, amount: i64) -> Vec<Envelope
 /// Everything on `topic` (base name) as a reader with `isolation` sees it, from offset 0.
 pub fn read_all(url: &str, topic: &str, isolation: Isolation) -> Vec<Envelope> {
     let b = broker(url);
-    let reader: BaseConsumer = b
-        .consumer(&b.name("test-reader"), isolation)
-        .set("enable.partition.eof", "true")
-        .create()
-        .unwrap();
+    let reader = b.end_reader(&b.name("test-reader"), isolation).unwrap();
     let mut tpl = TopicPartitionList::new();
     for p in 0..sendonce_streams::broker::PARTITIONS {
         tpl.add_partition_offset(&b.name(topic), p, Offset::Beginning)
