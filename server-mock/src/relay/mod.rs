@@ -146,3 +146,18 @@ async fn crash_point_after_ack() {
         .await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_broker_flag() {
+        assert_eq!(Destination::parse("in-process"), Ok(Destination::InProcess));
+        assert_eq!(
+            Destination::parse("kafka://127.0.0.1:9092/ns"),
+            Ok(Destination::Kafka("kafka://127.0.0.1:9092/ns".into()))
+        );
+        assert!(Destination::parse("127.0.0.1:9092").is_err());
+    }
+}
