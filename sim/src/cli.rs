@@ -42,6 +42,9 @@ pub struct ServeArgs {
     /// Test-only builds: no fence.
     #[arg(long)]
     pub unsafe_no_fence: bool,
+    /// The relay publishes to this Kafka broker (`ride --broker`).
+    #[arg(long)]
+    pub broker: Option<String>,
 }
 
 /// `ride` options.

@@ -96,9 +96,6 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     }
     let started = Instant::now();
     let dir = tempfile::tempdir().context("temp dir")?;
-    if cfg.broker.is_some() && cfg.server.kill_rate > 0.0 {
-        bail!("--broker with --server-kill-rate is not supported yet");
-    }
     let mut kafka = match &cfg.broker {
         Some(url) => Some(KafkaSide::start(url, dir.path(), cfg.seed)?),
         None => None,

@@ -1,6 +1,7 @@
-//! A ride whose credits and SMS go through a real Kafka broker, with consumer kills and a
-//! mid-ride replay from offset 0: every invariant still holds. Needs `SENDONCE_KAFKA` and
-//! the streams binaries built beside this one (`scripts/test-all kafka` provides both).
+//! A ride whose credits and SMS go through a real Kafka broker, with server and consumer
+//! SIGKILLs and a mid-ride replay from offset 0: every invariant still holds. Needs
+//! `SENDONCE_KAFKA` and the streams binaries built beside this one (`scripts/test-all
+//! kafka` provides both).
 
 use std::process::Command;
 
@@ -21,7 +22,7 @@ fn a_ride_through_kafka_keeps_every_invariant() {
             "--seed",
             "15",
         ])
-        .args(["--broker", &url])
+        .args(["--server-kill-rate", "0.1", "--broker", &url])
         .env("RUST_LOG", "sendonce_sim=info")
         .output()
         .expect("sendonce-sim runs");
