@@ -9,8 +9,8 @@ use tokio::sync::{broadcast, watch, Notify, Semaphore};
 
 use crate::clock::Clock;
 use crate::config::SdkConfig;
-use crate::events::{EventListener, SdkEvent};
 use crate::confirm::Confirmer;
+use crate::events::{EventListener, SdkEvent};
 use crate::model::Transfer;
 use crate::netsim::{NetsimStats, NetworkProfile, SimTransport};
 use crate::schedule::RetryBudget;

@@ -28,6 +28,8 @@ pub struct ServerConfig {
     pub quotas: crate::quota::QuotaLimits,
     /// Highest balance a wallet may reach; a transfer past it is refused (stored 422).
     pub max_balance_minor: i64,
+    /// Where the relay publishes outbox events (`--broker`).
+    pub broker: crate::relay::Destination,
     /// Test-only builds: the debit transaction skips the lock check (the fence), so tests
     /// and rides can show the double payments it prevents. Never in a shipped binary.
     #[cfg(feature = "unfenced")]
@@ -49,6 +51,7 @@ impl Default for ServerConfig {
             quotas: crate::quota::QuotaLimits::default(),
             // 10^17 minor units: 10^5 x the largest test deposit, 10^-2 x i64::MAX.
             max_balance_minor: 100_000_000_000_000_000,
+            broker: crate::relay::Destination::InProcess,
             #[cfg(feature = "unfenced")]
             unfenced: false,
         }

@@ -17,6 +17,7 @@ pub mod outbox;
 pub mod problem;
 pub mod quota;
 pub mod reaper;
+pub mod relay;
 mod schema;
 pub mod serve;
 pub mod store;
@@ -185,6 +186,7 @@ pub async fn start(config: ServerConfig, listen: SocketAddr) -> Result<RunningSe
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
     let (shutdown, rx) = watch::channel(false);
+    let relay = relay::spawn(app.clone(), rx.clone()).await?;
     let tasks = vec![
         tokio::spawn(serve::serve(
             listener,
@@ -192,7 +194,7 @@ pub async fn start(config: ServerConfig, listen: SocketAddr) -> Result<RunningSe
             app.config.limits,
             rx.clone(),
         )),
-        tokio::spawn(outbox::run(app.clone(), rx.clone())),
+        relay,
         tokio::spawn(reaper::run(app.clone(), rx)),
     ];
     tracing::info!(%addr, backend = app.store.backend(), "server-mock started");

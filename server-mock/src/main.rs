@@ -58,6 +58,9 @@ struct Args {
     /// New idempotency keys per user per hour.
     #[arg(long, default_value_t = 20_000)]
     keys_per_hour: u32,
+    /// Where the relay publishes outbox events: kafka://HOST:PORT[/NAMESPACE], or in-process.
+    #[arg(long, default_value = "in-process", value_parser = server_mock::relay::Destination::parse)]
+    broker: server_mock::relay::Destination,
     /// Test-only builds (feature `unfenced`): move money even when the key's lock was lost.
     #[arg(long, hide = true)]
     unsafe_no_fence: bool,
@@ -104,6 +107,7 @@ async fn main() -> ExitCode {
             burst: args.rate_burst,
             keys_per_hour: args.keys_per_hour,
         },
+        broker: args.broker,
         ..ServerConfig::default()
     };
     let config = match args.unsafe_no_fence {

@@ -46,13 +46,7 @@ pub async fn run(app: App, mut shutdown: watch::Receiver<bool>) {
 /// a commit with the mark (a bare connection) a crash in between publishes again, and the
 /// consumers' inboxes absorb the duplicate; a replay (`replay_from`) does the same.
 pub fn publish_batch(conn: &mut Connection, now_ms: i64) -> Result<usize, DbError> {
-    let events: Vec<(i64, String)> = {
-        let mut stmt = conn.prepare_cached(
-            "SELECT event_id, payload FROM outbox WHERE published = 0 ORDER BY event_id LIMIT ?1",
-        )?;
-        let rows = stmt.query_map(params![BATCH as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        rows.collect::<Result<_, _>>()?
-    };
+    let events = pending(conn, BATCH)?;
     let Some(last) = events.last().map(|(id, _)| *id) else {
         return Ok(0);
     };
@@ -74,6 +68,24 @@ pub fn publish_batch(conn: &mut Connection, now_ms: i64) -> Result<usize, DbErro
     conn.prepare_cached("UPDATE outbox SET published = 1 WHERE published = 0 AND event_id <= ?1")?
         .execute(params![last])?;
     Ok(events.len())
+}
+
+/// Up to `limit` unpublished events, oldest first: `(event_id, payload)`.
+pub fn pending(conn: &Connection, limit: usize) -> Result<Vec<(i64, String)>, DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT event_id, payload FROM outbox WHERE published = 0 ORDER BY event_id LIMIT ?1",
+    )?;
+    let rows = stmt.query_map(params![limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Marks these events published (a broker acknowledged them).
+pub fn mark_published(conn: &Connection, event_ids: &[i64]) -> Result<(), DbError> {
+    let mut stmt = conn.prepare_cached("UPDATE outbox SET published = 1 WHERE event_id = ?1")?;
+    for id in event_ids {
+        stmt.execute(params![id])?;
+    }
+    Ok(())
 }
 
 /// Marks every event from `from_event` on as unpublished, as a broker replay from an old

@@ -42,6 +42,9 @@ pub struct ServeArgs {
     /// Test-only builds: no fence.
     #[arg(long)]
     pub unsafe_no_fence: bool,
+    /// The relay publishes to this Kafka broker (`ride --broker`).
+    #[arg(long)]
+    pub broker: Option<String>,
 }
 
 /// `ride` options.
@@ -93,6 +96,10 @@ pub struct RideArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Deliver credits and SMS through Kafka (kafka://HOST:PORT): fraud-check, wallet and sms
+    /// processes, killed now and then and replayed from offset 0 once mid-ride.
+    #[arg(long)]
+    pub broker: Option<String>,
     /// DEBUG: break the SDK on purpose (a new idempotency key per retry); the checker must fail.
     #[arg(long)]
     pub new_key_per_retry: bool,
@@ -135,6 +142,7 @@ impl RideArgs {
             new_key_per_retry: self.new_key_per_retry,
             legacy_classify: self.unsafe_legacy_classify,
             server_fault_rate: self.server_faults,
+            broker: self.broker.clone(),
             server: ServerFaults {
                 slow_gateway_rate: self.slow_gateway_rate,
                 kill_rate: self.server_kill_rate,

@@ -5,6 +5,7 @@ pub mod checker;
 pub mod cli;
 pub mod dashboard;
 pub mod device;
+pub mod kafka;
 pub mod proxy;
 pub mod report;
 pub mod ride;

@@ -33,6 +33,7 @@ fn main() -> ExitCode {
                 a.listen,
                 lock,
                 a.unsafe_no_fence,
+                a.broker,
             )) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -10,6 +10,7 @@ use sendonce::{Clock, NetworkProfile, SimClock, SystemClock, TransferState};
 use crate::checker::{check, PhoneView, ServerView};
 use crate::dashboard;
 use crate::device::{needed_attention, Device, Plan, CURRENCY};
+use crate::kafka::KafkaSide;
 use crate::report::{percentile, Report};
 use crate::rng::Rng;
 use crate::server::{self, Chaos, RideServer, ServerFaults};
@@ -54,6 +55,8 @@ pub struct RideConfig {
     pub server_fault_rate: f64,
     /// Slow gateway steps, server kills, server clock jumps (and, in test-only builds, no fence).
     pub server: ServerFaults,
+    /// Credits and SMS through this Kafka broker (`crate::kafka`) instead of in-process.
+    pub broker: Option<String>,
 }
 
 impl Default for RideConfig {
@@ -76,6 +79,7 @@ impl Default for RideConfig {
             legacy_classify: false,
             server_fault_rate: 0.0,
             server: ServerFaults::default(),
+            broker: None,
         }
     }
 }
@@ -92,7 +96,12 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     }
     let started = Instant::now();
     let dir = tempfile::tempdir().context("temp dir")?;
-    let mut server = RideServer::start(&dir.path().join("server.db"), &cfg.server).await?;
+    let mut kafka = match &cfg.broker {
+        Some(url) => Some(KafkaSide::start(url, dir.path(), cfg.seed)?),
+        None => None,
+    };
+    let relay = kafka.as_ref().map(|k| k.url().to_string());
+    let mut server = RideServer::start(&dir.path().join("server.db"), &cfg.server, relay).await?;
     let api = TestApi::new(server.base_url())?;
     let api_base = server.base_url();
 
@@ -193,12 +202,13 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     // of slow requests: the second reader that sees a lost lease.
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let (stop_dashboard, dashboard_stopped) = tokio::sync::oneshot::channel();
+    let (stop_kafka, kafka_stopped) = tokio::sync::oneshot::channel::<()>();
     let phones = async move {
         let mut devices = Vec::new();
         for task in tasks {
             devices.push(task.await??);
         }
-        drop((stop, stop_dashboard));
+        drop((stop, stop_dashboard, stop_kafka));
         anyhow::Ok(devices)
     };
     let chaos = server::chaos(&mut server, &api, &cfg.server, &faults, cfg.seed, stopped);
@@ -210,8 +220,22 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
             Ok(0)
         }
     };
-    let (devices, chaos, dashboard) = tokio::join!(phones, chaos, dashboard);
+    let kafka_chaos = async {
+        match kafka.as_mut() {
+            Some(k) => k.chaos(cfg.seed, kafka_stopped).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let (devices, chaos, dashboard, kafka_chaos) =
+        tokio::join!(phones, chaos, dashboard, kafka_chaos);
     let (devices, mut chaos, dashboard) = (devices?, chaos?, dashboard?);
+    if let Some(k) = kafka_chaos? {
+        tracing::info!(
+            kills = k.kills,
+            replays = k.replays,
+            "Kafka consumers broken"
+        );
+    }
     chaos.dashboard_look_ups = dashboard;
     let ride_sim_ms = ride_clock.now_ms() - start_ms;
     probing.store(false, std::sync::atomic::Ordering::Relaxed);
@@ -245,6 +269,11 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     }
 
     tracing::info!(?settled, "server settled");
+    if let Some(k) = &kafka {
+        k.settle(cfg.settle_limit.max(Duration::from_secs(60)))
+            .await?;
+        tracing::info!("Kafka consumers settled");
+    }
     let mut phones = Vec::new();
     let mut attention = 0usize;
     for device in &mut devices {
@@ -259,12 +288,27 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
             tap_anomalies: device.tap_anomalies.clone(),
         });
     }
-    let server_view = ServerView {
+    let mut server_view = ServerView {
         ledger: api.ledger().await?,
         sms: api.sms().await?,
         balance_before,
         balance_after: total_balance(&api, &accounts).await?,
     };
+    if let Some(k) = &kafka {
+        // Credits and SMS live in the consumers' databases; the wallet's balances add to
+        // the server's (which saw only deposits and debits).
+        let first = server_view
+            .ledger
+            .iter()
+            .map(|e| e.entry_id)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let credits = k.credits(first)?;
+        server_view.balance_after += credits.iter().map(|e| e.amount_minor).sum::<i64>();
+        server_view.ledger.extend(credits);
+        server_view.sms = k.sms()?;
+    }
     tracing::info!("ledger read; stopping the server");
     server.shutdown().await;
     tracing::info!("server stopped");

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
+use server_mock::relay::Destination;
 use server_mock::{RunningServer, ServerConfig};
 
 use crate::rng::Rng;
@@ -71,11 +72,13 @@ pub struct ChildServer {
 }
 
 impl RideServer {
-    /// Starts the server on `db` as `faults` needs it.
-    pub async fn start(db: &Path, faults: &ServerFaults) -> Result<Self> {
+    /// Starts the server on `db` as `faults` needs it; its relay publishes to `broker`
+    /// (a `kafka://` address) when given.
+    pub async fn start(db: &Path, faults: &ServerFaults, broker: Option<String>) -> Result<Self> {
         let mut config = ServerConfig {
             db: db.display().to_string(),
             lock_timeout: faults.lock_timeout(),
+            broker: broker.map_or(Destination::InProcess, Destination::Kafka),
             ..ServerConfig::default()
         };
         if faults.unfenced {
@@ -100,6 +103,9 @@ impl RideServer {
         ];
         if faults.unfenced {
             args.push("--unsafe-no-fence".into());
+        }
+        if let Destination::Kafka(url) = &config.broker {
+            args.extend(["--broker".into(), url.clone()]);
         }
         let child = spawn(&args, addr).await?;
         Ok(Self::Child(ChildServer { child, args, addr }))
@@ -173,10 +179,12 @@ pub async fn serve(
     listen: SocketAddr,
     lock_timeout: Duration,
     unfenced: bool,
+    broker: Option<String>,
 ) -> Result<()> {
     let mut config = ServerConfig {
         db: db.display().to_string(),
         lock_timeout,
+        broker: broker.map_or(Destination::InProcess, Destination::Kafka),
         ..ServerConfig::default()
     };
     if unfenced {

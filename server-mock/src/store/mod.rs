@@ -261,6 +261,11 @@ pub trait Store: Send + Sync {
     fn publish_batch(&self, now_ms: i64) -> Fut<'_, usize>;
     /// Marks every event from `from_event` on unpublished again (a broker replay).
     fn replay_outbox(&self, from_event: i64) -> Fut<'_, usize>;
+    /// Up to `limit` unpublished events, oldest first, as `(event_id, payload)` (a read; the
+    /// broker relay publishes them and only then marks them).
+    fn outbox_unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, String)>>;
+    /// Marks these events published (a broker acknowledged them).
+    fn mark_published(&self, event_ids: Vec<i64>) -> Fut<'_, ()>;
 
     /// Test API: creates a user with an opening balance.
     fn create_user(&self, user: NewUser) -> Fut<'_, ()>;

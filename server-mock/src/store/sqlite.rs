@@ -292,6 +292,16 @@ impl Store for SqliteStore {
         Box::pin(self.db.call(move |c| outbox::replay_from(c, from_event)))
     }
 
+    fn outbox_unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, String)>> {
+        Box::pin(self.db.read(move |c| outbox::pending(c, limit)))
+    }
+
+    fn mark_published(&self, event_ids: Vec<i64>) -> Fut<'_, ()> {
+        Box::pin(self.db.write(Durability::Full, move |c| {
+            outbox::mark_published(c, &event_ids)
+        }))
+    }
+
     fn create_user(&self, u: NewUser) -> Fut<'_, ()> {
         Box::pin(self.db.call(move |c| {
             let tx = c.transaction()?;

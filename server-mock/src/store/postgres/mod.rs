@@ -414,6 +414,36 @@ impl Store for PgStore {
         })
     }
 
+    fn outbox_unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, String)>> {
+        // Relays in several instances may read the same events and publish them twice:
+        // the at-least-once edge the consumers' inboxes absorb (README, Kafka).
+        Box::pin(async move {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let rows = self
+                .client()
+                .await?
+                .query(
+                    "SELECT event_id, payload FROM outbox WHERE NOT published
+                     ORDER BY event_id LIMIT $1",
+                    &[&limit],
+                )
+                .await?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })
+    }
+
+    fn mark_published(&self, event_ids: Vec<i64>) -> Fut<'_, ()> {
+        Box::pin(async move {
+            exec(
+                &self.client().await?,
+                "UPDATE outbox SET published = TRUE WHERE event_id = ANY($1)",
+                &[&event_ids],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
     fn create_user(&self, user: NewUser) -> Fut<'_, ()> {
         Box::pin(
             async move { in_transaction!(self, |tx| accounts::create_user(&tx, &user).await?) },

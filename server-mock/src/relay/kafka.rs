@@ -1,0 +1,85 @@
+//! The Kafka publisher: each outbox event as one `TransferDone` message on
+//! `transfers.done`, keyed by the payer, event id in the payload and a header; an
+//! idempotent producer (`enable.idempotence`, `acks=all`), so its own retries never
+//! duplicate or reorder a partition.
+
+use std::time::Duration;
+
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use sendonce_streams::{event, Broker, Envelope};
+
+use super::{PublishError, Publisher};
+
+/// How long the producer keeps retrying one message before the batch fails.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Publishes to one broker's `transfers.done`.
+pub struct KafkaPublisher {
+    producer: FutureProducer,
+    topic: String,
+}
+
+impl KafkaPublisher {
+    /// Connects (blocking: creates the topics if missing).
+    pub fn connect(url: &str) -> Result<Self, sendonce_streams::BrokerError> {
+        let broker = Broker::parse(url)?;
+        broker.ensure_topics()?;
+        let producer = broker
+            .idempotent_producer()
+            .set(
+                "message.timeout.ms",
+                DELIVERY_TIMEOUT.as_millis().to_string(),
+            )
+            .create()?;
+        Ok(Self {
+            producer,
+            topic: broker.name(event::DONE),
+        })
+    }
+}
+
+impl Publisher for KafkaPublisher {
+    async fn publish(&self, events: &[(i64, String)]) -> Result<Vec<i64>, PublishError> {
+        let mut acked = Vec::with_capacity(events.len());
+        let mut deliveries = Vec::with_capacity(events.len());
+        for (event_id, payload) in events {
+            let envelope = match Envelope::from_outbox(*event_id, payload) {
+                Ok(envelope) => envelope,
+                Err(e) => {
+                    tracing::error!(event_id, %e, "unreadable outbox event skipped");
+                    acked.push(*event_id);
+                    continue;
+                }
+            };
+            let bytes = envelope.to_bytes();
+            let record = FutureRecord::to(&self.topic)
+                .key(envelope.key())
+                .payload(&bytes)
+                .headers(envelope.headers());
+            // Queued in order; the producer pipelines them, the acks are awaited below.
+            let delivery = self
+                .producer
+                .send_result(record)
+                .map_err(|(e, _)| PublishError(e.to_string()))?;
+            deliveries.push((*event_id, delivery));
+        }
+        let mut failure = None;
+        for (event_id, delivery) in deliveries {
+            match delivery.await {
+                Ok(Ok(_)) => acked.push(event_id),
+                Ok(Err((e, _))) => failure = Some(e.to_string()),
+                Err(_) => failure = Some("delivery cancelled".to_string()),
+            }
+        }
+        // What was acknowledged is marked even when a later message failed: it is in the
+        // log already, and publishing it again would only be absorbed downstream.
+        match failure {
+            Some(e) if acked.is_empty() => Err(PublishError(e)),
+            Some(e) => {
+                tracing::warn!(%e, acked = acked.len(), "part of a batch failed");
+                Ok(acked)
+            }
+            None => Ok(acked),
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Where the relay sends outbox events: to the in-process consumers (the embedded
+//! default, `outbox::run`) or to a Kafka broker (`--broker kafka://…`).
+//!
+//! A publisher delivers a batch and says which events the far side acknowledged; only
+//! then are they marked published. A crash in between publishes them again: the
+//! at-least-once edge every consumer's inbox absorbs.
+
+#[cfg(feature = "kafka")]
+pub mod kafka;
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::{outbox, App, ServerError};
+
+/// Events read and published per round.
+const BATCH: usize = 256;
+/// Poll interval when nobody wakes the relay.
+const POLL: Duration = Duration::from_millis(50);
+/// Pause after a failed publish before trying again.
+const BACKOFF: Duration = Duration::from_millis(500);
+
+/// Where outbox events go.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Destination {
+    /// The wallet and SMS consumers inside this process, on this database.
+    #[default]
+    InProcess,
+    /// A Kafka broker: `kafka://HOST:PORT[/NAMESPACE]`.
+    Kafka(String),
+}
+
+impl Destination {
+    /// Parses `--broker`: `kafka://…`, or `in-process`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "in-process" => Ok(Destination::InProcess),
+            s if s.starts_with("kafka://") => Ok(Destination::Kafka(s.to_string())),
+            s => Err(format!(
+                "--broker must be kafka://HOST:PORT or in-process, got {s:?}"
+            )),
+        }
+    }
+}
+
+/// Delivers outbox events somewhere outside this database.
+pub trait Publisher: Send + Sync + 'static {
+    /// Publishes `(event_id, payload)` rows; returns the ids the far side acknowledged
+    /// (unreadable payloads included: they are logged and never block the outbox).
+    fn publish(
+        &self,
+        events: &[(i64, String)],
+    ) -> impl Future<Output = Result<Vec<i64>, PublishError>> + Send;
+}
+
+/// A publish that failed; the events stay unpublished and are tried again.
+#[derive(Debug, thiserror::Error)]
+#[error("publish failed: {0}")]
+pub struct PublishError(pub String);
+
+/// Starts the relay task for the configured destination.
+pub async fn spawn(
+    app: App,
+    shutdown: watch::Receiver<bool>,
+) -> Result<JoinHandle<()>, ServerError> {
+    match app.config.broker.clone() {
+        Destination::InProcess => Ok(tokio::spawn(outbox::run(app, shutdown))),
+        #[cfg(feature = "kafka")]
+        Destination::Kafka(url) => {
+            let publisher =
+                tokio::task::spawn_blocking(move || kafka::KafkaPublisher::connect(&url))
+                    .await
+                    .map_err(|e| ServerError::Refused(format!("kafka relay: {e}")))?
+                    .map_err(|e| ServerError::Refused(format!("kafka relay: {e}")))?;
+            Ok(tokio::spawn(run(app, publisher, shutdown)))
+        }
+        #[cfg(not(feature = "kafka"))]
+        Destination::Kafka(_) => Err(ServerError::Refused(
+            "--broker kafka://… needs server-mock built with the `kafka` feature".into(),
+        )),
+    }
+}
+
+/// Runs until shutdown: read unpublished events, publish, mark what was acknowledged.
+pub async fn run<P: Publisher>(app: App, publisher: P, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        while let Some(published) = round(&app, &publisher).await {
+            if published == 0 {
+                break;
+            }
+        }
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            _ = app.relay_wake.notified() => {}
+            _ = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+/// One batch: returns how many events were marked, or `None` after a failure.
+async fn round<P: Publisher>(app: &App, publisher: &P) -> Option<usize> {
+    let events = match app.store.outbox_unpublished(BATCH).await {
+        Ok(events) => events,
+        Err(e) => {
+            tracing::warn!(%e, "relay could not read the outbox");
+            return None;
+        }
+    };
+    if events.is_empty() {
+        return Some(0);
+    }
+    let acked = match publisher.publish(&events).await {
+        Ok(acked) => acked,
+        Err(e) => {
+            tracing::warn!(%e, "relay publish failed; trying again");
+            tokio::time::sleep(BACKOFF).await;
+            return None;
+        }
+    };
+    crash_point_after_ack().await;
+    let marked = acked.len();
+    match app.store.mark_published(acked).await {
+        Ok(()) => Some(marked),
+        Err(e) => {
+            tracing::warn!(%e, "relay could not mark events published; they go out again");
+            None
+        }
+    }
+}
+
+/// Test kill point between the broker's ack and the mark (see `sendonce_streams::crash`).
+async fn crash_point_after_ack() {
+    #[cfg(feature = "kafka")]
+    {
+        let _ = tokio::task::spawn_blocking(|| {
+            sendonce_streams::crash::point(sendonce_streams::crash::RELAY_AFTER_ACK)
+        })
+        .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_broker_flag() {
+        assert_eq!(Destination::parse("in-process"), Ok(Destination::InProcess));
+        assert_eq!(
+            Destination::parse("kafka://127.0.0.1:9092/ns"),
+            Ok(Destination::Kafka("kafka://127.0.0.1:9092/ns".into()))
+        );
+        assert!(Destination::parse("127.0.0.1:9092").is_err());
+    }
+}

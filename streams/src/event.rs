@@ -1,0 +1,99 @@
+//! What travels on the topics: one `TransferDone` per outbox event, keyed by the payer.
+
+use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
+use serde::{Deserialize, Serialize};
+
+/// The relay's topic: every committed transfer, at least once.
+pub const DONE: &str = "transfers.done";
+/// The fraud check's output the wallet and the SMS consumers read.
+pub const APPROVED: &str = "transfers.approved";
+/// Transfers the fraud check holds for review (no credit, no SMS).
+pub const FLAGGED: &str = "transfers.flagged";
+/// Every topic, in the order events flow through them.
+pub const TOPICS: [&str; 3] = [DONE, APPROVED, FLAGGED];
+/// Header carrying the outbox event id (also in the payload), so a consumer can dedupe
+/// without parsing the body.
+pub const EVENT_ID_HEADER: &str = "event-id";
+
+/// The transfer as server-mock stores it in its outbox (fields the consumers use).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransferDone {
+    /// The transfer's id.
+    pub transfer_id: String,
+    /// The payer (the message key).
+    pub from_user_id: String,
+    /// The recipient (credited, gets the SMS).
+    pub to_user_id: String,
+    /// Amount in minor units.
+    pub amount_minor: i64,
+    /// ISO currency code.
+    pub currency: String,
+}
+
+/// One message's payload: the outbox event id and the transfer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The outbox event id: the inbox key of every consumer.
+    pub event_id: i64,
+    /// Always `TransferDone` today.
+    pub kind: String,
+    /// The transfer.
+    pub transfer: TransferDone,
+}
+
+/// Why a message cannot be handled.
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    /// The payload is not an envelope.
+    #[error("unreadable payload: {0}")]
+    Payload(#[from] serde_json::Error),
+    /// The payload is empty (a tombstone).
+    #[error("empty payload")]
+    Empty,
+}
+
+impl Envelope {
+    /// Builds the envelope of one outbox row (`payload` is the transfer's JSON).
+    pub fn from_outbox(event_id: i64, payload: &str) -> Result<Self, EventError> {
+        Ok(Self {
+            event_id,
+            kind: "TransferDone".to_string(),
+            transfer: serde_json::from_str(payload)?,
+        })
+    }
+
+    /// Reads a message's payload.
+    pub fn from_message(msg: &impl Message) -> Result<Self, EventError> {
+        Ok(serde_json::from_slice(
+            msg.payload().ok_or(EventError::Empty)?,
+        )?)
+    }
+
+    /// The payload bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("an envelope always serialises")
+    }
+
+    /// The message key: the payer, so one user's events stay in one partition, in order.
+    pub fn key(&self) -> &str {
+        &self.transfer.from_user_id
+    }
+
+    /// The headers every message of this event carries.
+    pub fn headers(&self) -> OwnedHeaders {
+        let id = self.event_id.to_string();
+        OwnedHeaders::new().insert(Header {
+            key: EVENT_ID_HEADER,
+            value: Some(id.as_bytes()),
+        })
+    }
+}
+
+/// The event id a message's header carries, if any.
+pub fn header_event_id(msg: &impl Message) -> Option<i64> {
+    let headers = msg.headers()?;
+    headers
+        .iter()
+        .find(|h| h.key == EVENT_ID_HEADER)
+        .and_then(|h| std::str::from_utf8(h.value?).ok()?.parse().ok())
+}

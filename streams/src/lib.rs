@@ -1,0 +1,21 @@
+//! The Kafka side of sendonce: the topics between server-mock's outbox relay and its
+//! consumers, and the consumers themselves (fraud check, wallet credit, SMS), each its
+//! own process with its own SQLite database.
+//!
+//! Effectively-once inside Kafka (idempotent producer, one transaction for the fraud
+//! check's output and its input offsets, `read_committed` readers); idempotent at every
+//! edge outside it (the relay's publish-then-mark, each consumer's inbox, the fraud
+//! check's SMS).
+
+pub mod broker;
+pub mod cli;
+pub mod consume;
+pub mod crash;
+pub mod event;
+pub mod fraud;
+pub mod inbox;
+pub mod sms;
+pub mod wallet;
+
+pub use broker::{Broker, BrokerError};
+pub use event::{Envelope, TransferDone};
