@@ -1,7 +1,7 @@
 //! `sendonce-bench`: what exactly-once costs, each figure against its baseline in the same run.
 //!
 //! ```text
-//! sendonce-bench [--quick] [--only 1,3,4,5,6,7,2] [--out DIR] [--dir DIR] [--fast-dir DIR]
+//! sendonce-bench [--quick] [--only 1,3,4,5,6,7,8,2] [--out DIR] [--dir DIR] [--fast-dir DIR]
 //! ```
 //! Writes `BENCHMARKS.md` and `BENCHMARKS.json` into `--out` (default: the current directory) and
 //! prints the table. `scripts/bench` builds it in release mode and runs it from the repo root.
@@ -9,6 +9,7 @@
 mod ffi;
 mod key_table;
 mod memory;
+mod postgres;
 mod recovery;
 mod report;
 mod retry_storm;
@@ -33,7 +34,7 @@ struct Args {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: sendonce-bench [--quick] [--only 1,2,3,4,5,6,7] [--out DIR] [--dir DIR] [--fast-dir DIR]");
+    eprintln!("usage: sendonce-bench [--quick] [--only 1,2,3,4,5,6,7,8] [--out DIR] [--dir DIR] [--fast-dir DIR]");
     std::process::exit(2)
 }
 
@@ -189,6 +190,9 @@ fn main() {
                 2,
             ))
         });
+    }
+    if wants("8") {
+        timed(&mut report, "8", &mut |r| rt.block_on(postgres::run(r, q)));
     }
     if wants("2") {
         timed(&mut report, "2", &mut |r| ffi::run(r, &args.fast_dir, q));
