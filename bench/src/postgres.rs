@@ -91,15 +91,8 @@ async fn sql(url: &str, statements: &str) {
 
 async fn start(db: &str, key_window: Duration) -> RunningServer {
     let config = ServerConfig {
-        db: db.to_string(),
-        gateway_delay: Duration::ZERO,
         key_window,
-        quotas: server_mock::quota::QuotaLimits {
-            requests_per_second: 1e6,
-            burst: 1e6,
-            keys_per_hour: u32::MAX,
-        },
-        ..ServerConfig::default()
+        ..crate::server::config(db, Duration::ZERO)
     };
     server_mock::start(config, "127.0.0.1:0".parse().expect("address"))
         .await
@@ -405,7 +398,15 @@ async fn drop_vs_delete(report: &mut Report, url: &str, sizes: &[i64]) {
     let now_bucket = server_mock::clock::Clock::default()
         .now_ms()
         .div_euclid(DAY_MS);
-    let idle = timed_load(std::slice::from_ref(&base), &senders, &to, Kind::First, 16, 2.0).await;
+    let idle = timed_load(
+        std::slice::from_ref(&base),
+        &senders,
+        &to,
+        Kind::First,
+        16,
+        2.0,
+    )
+    .await;
     let idle_p99 = summarize(&idle.ms).p99;
     let mut details = serde_json::Map::new();
     let mut clock_days = 0;
