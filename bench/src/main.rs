@@ -1,7 +1,7 @@
 //! `sendonce-bench`: what exactly-once costs, each figure against its baseline in the same run.
 //!
 //! ```text
-//! sendonce-bench [--quick] [--only 1,3,4,5,6,7,8,2] [--out DIR] [--dir DIR] [--fast-dir DIR]
+//! sendonce-bench [--quick] [--only 1,3,4,5,6,7,8,9,2] [--out DIR] [--dir DIR] [--fast-dir DIR]
 //! ```
 //! Writes `BENCHMARKS.md` and `BENCHMARKS.json` into `--out` (default: the current directory) and
 //! prints the table. `scripts/bench` builds it in release mode and runs it from the repo root.
@@ -10,6 +10,7 @@ mod cold_open;
 mod ffi;
 mod key_table;
 mod memory;
+mod postgres;
 mod recovery;
 mod report;
 mod retry_storm;
@@ -34,7 +35,7 @@ struct Args {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: sendonce-bench [--quick] [--only 1,2,3,4,5,6,7,8] [--out DIR] [--dir DIR] [--fast-dir DIR]");
+    eprintln!("usage: sendonce-bench [--quick] [--only 1,2,3,4,5,6,7,8,9] [--out DIR] [--dir DIR] [--fast-dir DIR]");
     std::process::exit(2)
 }
 
@@ -211,6 +212,9 @@ fn main() {
                 if q { 3 } else { 12 },
             )
         });
+    }
+    if wants("9") {
+        timed(&mut report, "9", &mut |r| rt.block_on(postgres::run(r, q)));
     }
     if wants("2") {
         timed(&mut report, "2", &mut |r| ffi::run(r, &args.fast_dir, q));

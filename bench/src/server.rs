@@ -4,9 +4,9 @@ use std::time::{Duration, Instant};
 
 use server_mock::{RunningServer, ServerConfig};
 
-/// Starts server-mock on a free local port.
-pub async fn start(db: &str, gateway_delay: Duration) -> RunningServer {
-    let config = ServerConfig {
+/// The bench's server configuration on `db`.
+pub fn config(db: &str, gateway_delay: Duration) -> ServerConfig {
+    ServerConfig {
         db: db.to_string(),
         gateway_delay,
         // The bench measures the idempotency machinery, not the per-user quotas.
@@ -16,10 +16,17 @@ pub async fn start(db: &str, gateway_delay: Duration) -> RunningServer {
             keys_per_hour: u32::MAX,
         },
         ..ServerConfig::default()
-    };
-    server_mock::start(config, "127.0.0.1:0".parse().expect("address"))
-        .await
-        .expect("server-mock starts")
+    }
+}
+
+/// Starts server-mock on a free local port.
+pub async fn start(db: &str, gateway_delay: Duration) -> RunningServer {
+    server_mock::start(
+        config(db, gateway_delay),
+        "127.0.0.1:0".parse().expect("address"),
+    )
+    .await
+    .expect("server-mock starts")
 }
 
 /// A user made through the test API.

@@ -50,17 +50,7 @@ pub fn publish_batch(conn: &mut Connection, now_ms: i64) -> Result<usize, DbErro
     let Some(last) = events.last().map(|(id, _)| *id) else {
         return Ok(0);
     };
-    let decoded: Vec<(i64, TransferDone)> = events
-        .iter()
-        .filter_map(|(event_id, payload)| match serde_json::from_str(payload) {
-            Ok(event) => Some((*event_id, event)),
-            // A poison message must not block the stream forever; it is logged and skipped.
-            Err(e) => {
-                tracing::error!(event_id, %e, "unreadable outbox event skipped");
-                None
-            }
-        })
-        .collect();
+    let decoded = decode(&events);
     for consumer in Consumer::ALL {
         consumer.handle_batch(conn, &decoded, now_ms)?;
     }
@@ -86,6 +76,21 @@ pub fn mark_published(conn: &Connection, event_ids: &[i64]) -> Result<(), DbErro
         stmt.execute(params![id])?;
     }
     Ok(())
+}
+
+/// The events of a batch that parse; a poison message must not block the stream forever,
+/// so an unreadable one is logged and skipped.
+pub(crate) fn decode(events: &[(i64, String)]) -> Vec<(i64, TransferDone)> {
+    events
+        .iter()
+        .filter_map(|(event_id, payload)| match serde_json::from_str(payload) {
+            Ok(event) => Some((*event_id, event)),
+            Err(e) => {
+                tracing::error!(event_id, %e, "unreadable outbox event skipped");
+                None
+            }
+        })
+        .collect()
 }
 
 /// Marks every event from `from_event` on as unpublished, as a broker replay from an old

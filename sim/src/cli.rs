@@ -120,6 +120,14 @@ pub struct RideArgs {
     /// request lost its key lock; the checker must fail.
     #[arg(long)]
     pub unsafe_no_fence: bool,
+    /// A PostgreSQL cluster (postgres://USER@HOST:PORT/DB, what scripts/pg start prints): the ride's
+    /// server runs on a fresh database of it instead of a SQLite file.
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Server instances on that database behind a round-robin balancer (retries and replays land on
+    /// different instances); needs --db.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub instances: u16,
 }
 
 impl RideArgs {
@@ -148,6 +156,8 @@ impl RideArgs {
                 kill_rate: self.server_kill_rate,
                 clock_jump_rate: self.server_clock_jump_rate,
                 unfenced: self.unsafe_no_fence,
+                postgres: self.db.clone(),
+                instances: usize::from(self.instances),
             },
         }
     }

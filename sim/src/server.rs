@@ -27,6 +27,11 @@ pub struct ServerFaults {
     pub clock_jump_rate: f64,
     /// Test-only builds: the server moves money even when a request lost its lock.
     pub unfenced: bool,
+    /// A PostgreSQL cluster URL: the ride's server runs on a fresh database of it
+    /// (`None`: a SQLite file).
+    pub postgres: Option<String>,
+    /// Server instances on that database, behind a round-robin balancer (see `balancer`).
+    pub instances: usize,
 }
 
 /// How often the ride rolls for a server kill or clock jump.
@@ -62,6 +67,8 @@ pub enum RideServer {
     InProcess(RunningServer),
     /// A child process (`sendonce-sim serve`) on a fixed port.
     Child(ChildServer),
+    /// Several instances on one PostgreSQL database behind a balancer.
+    Balanced(crate::balancer::Balanced),
 }
 
 /// The child process and what it takes to start it again.
@@ -83,6 +90,17 @@ impl RideServer {
         };
         if faults.unfenced {
             config = config.without_fence().map_err(anyhow::Error::msg)?;
+        }
+        if faults.postgres.is_none() && faults.instances > 1 {
+            bail!("--instances needs --db postgres://... (several instances share one database)");
+        }
+        if let Some(cluster) = &faults.postgres {
+            if faults.child() {
+                bail!("--server-kill-rate with --db postgres://... is not supported yet");
+            }
+            let balanced =
+                crate::balancer::Balanced::start(cluster, faults.instances, config).await?;
+            return Ok(Self::Balanced(balanced));
         }
         if !faults.child() {
             let server = server_mock::start(config, "127.0.0.1:0".parse()?)
@@ -116,6 +134,7 @@ impl RideServer {
         match self {
             Self::InProcess(s) => s.base_url(),
             Self::Child(c) => format!("http://{}", c.addr),
+            Self::Balanced(b) => b.base_url(),
         }
     }
 
@@ -132,6 +151,7 @@ impl RideServer {
     pub async fn shutdown(self) {
         match self {
             Self::InProcess(s) => s.shutdown().await,
+            Self::Balanced(b) => b.shutdown().await,
             Self::Child(mut c) => {
                 let _ = c.child.kill();
                 let _ = c.child.wait();

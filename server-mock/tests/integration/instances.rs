@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::recovery::{spawn_binary, Proc};
+use crate::recovery::{server_at, spawn_binary, Proc};
 
 /// One server-mock process.
 struct Instance {
@@ -55,28 +55,11 @@ async fn get(url: &str, path: &str) -> Value {
 }
 
 async fn user(url: &str, name: &str, balance: i64) -> User {
-    let j = post(
-        url,
-        "/v1/test/users",
-        json!({"display_name": name, "balance_minor": balance, "currency": "BDT"}),
-    )
-    .await;
-    User {
-        id: j["user_id"].as_str().unwrap().into(),
-        token: j["token"].as_str().unwrap().into(),
-    }
+    server_at(url).await.user(name, balance).await
 }
 
 async fn send(url: &str, user: &User, key: &str, body: &str) -> Result<Resp, reqwest::Error> {
-    let r = client()
-        .post(format!("{url}/v1/transfers"))
-        .bearer_auth(&user.token)
-        .header("idempotency-key", key)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await?;
-    Ok(to_resp(r).await)
+    server_at(url).await.send(user, key, body).await
 }
 
 /// Retries like the SDK (same key, same bytes), each time on the next instance.

@@ -305,15 +305,47 @@ pub(super) async fn close_unexecuted(
     with_partition(store, bucket, attempt).await
 }
 
-/// The sender's balance, its row locked so one sender's debits run one at a time.
-async fn locked_balance<C: GenericClient>(c: &C, user_id: &str) -> Result<i64, DbError> {
-    Ok(opt(
+/// What the debit decision reads, in one statement: the sender's balance (its row locked
+/// so one sender's debits run one at a time), the recipient's, and whether a debit for
+/// this key exists already (the last guard).
+struct Position {
+    balance: i64,
+    recipient: i64,
+    debited: bool,
+}
+
+async fn position<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    recipient: &str,
+    key: &str,
+) -> Result<Position, DbError> {
+    let debited_sql =
+        "EXISTS (SELECT 1 FROM ledger WHERE kind = 'debit' AND user_id = $1 AND idem_key = $3)";
+    let row = opt(
         c,
-        "SELECT balance_minor FROM balances WHERE user_id = $1 FOR UPDATE",
-        &[&user_id],
+        &format!(
+            "SELECT balance_minor,
+                    COALESCE((SELECT balance_minor FROM balances WHERE user_id = $2), 0),
+                    {debited_sql}
+             FROM balances WHERE user_id = $1 FOR UPDATE"
+        ),
+        &[&user_id, &recipient, &key],
     )
-    .await?
-    .map_or(0, |r| r.get(0)))
+    .await?;
+    Ok(match row {
+        Some(r) => Position {
+            balance: r.get(0),
+            recipient: r.get(1),
+            debited: r.get(2),
+        },
+        // No balance row: nothing was ever credited, so nothing can be debited either.
+        None => Position {
+            balance: 0,
+            recipient: 0,
+            debited: debit_by_key(c, user_id, key).await?.is_some(),
+        },
+    })
 }
 
 /// Phase 3 in one transaction: the fence, then the same decisions as SQLite's
@@ -334,17 +366,18 @@ pub(super) async fn commit_in(
         tracing::warn!(key, "lock lost before the debit: nothing moved");
         return Ok(Problem::key_in_use().into());
     }
-    let balance = locked_balance(tx, user).await?;
-    if let Some(answer) = guard(tx, user, key, lock_id, hash).await? {
-        return Ok(answer);
+    let pos = position(tx, user, &record.to_user_id, key).await?;
+    if pos.debited {
+        if let Some(answer) = guard(tx, user, key, lock_id, hash).await? {
+            return Ok(answer);
+        }
     }
-    let recipient = super::accounts::balance(tx, &record.to_user_id).await?;
-    if balance < record.amount_minor {
-        let problem = transfer::insufficient_funds(balance, record.amount_minor);
+    if pos.balance < record.amount_minor {
+        let problem = transfer::insufficient_funds(pos.balance, record.amount_minor);
         complete(tx, user, key, lock_id, 402, &problem.body_bytes()).await?;
         return Ok(problem.into());
     }
-    if transfer::recipient_full(recipient, record.amount_minor, rules.max_balance) {
+    if transfer::recipient_full(pos.recipient, record.amount_minor, rules.max_balance) {
         let problem = transfer::recipient_balance_limit();
         complete(tx, user, key, lock_id, 422, &problem.body_bytes()).await?;
         return Ok(problem.into());
@@ -354,12 +387,26 @@ pub(super) async fn commit_in(
         release(tx, user, key, lock_id).await?;
         return Ok(Problem::key_in_use().into());
     }
-    let inserted = exec(
+    let body = record.to_json();
+    // The debit, its outbox event and the completed key in one statement; the ON CONFLICT
+    // of the one-debit-per-key index makes it all or nothing.
+    let inserted = opt(
         tx,
-        "INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
-                             counterparty, currency, note, created_at_ms)
-         VALUES ($1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9)
-         ON CONFLICT (user_id, idem_key) WHERE kind = 'debit' DO NOTHING",
+        "WITH debit AS (
+             INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
+                                 counterparty, currency, note, created_at_ms)
+             VALUES ($1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (user_id, idem_key) WHERE kind = 'debit' DO NOTHING
+             RETURNING 1),
+         event AS (
+             INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
+             SELECT 'TransferDone', $3, $10, $9 FROM debit),
+         done AS (
+             UPDATE idempotency_keys SET state = 'completed', response_status = 201,
+                                         response_body = $11
+             WHERE user_id = $1 AND idem_key = $4 AND lock_id = $12 AND state = 'in_progress'
+               AND EXISTS (SELECT 1 FROM debit))
+         SELECT COUNT(*) FROM debit",
         &[
             &record.from_user_id,
             &record.amount_minor,
@@ -370,29 +417,20 @@ pub(super) async fn commit_in(
             &record.currency,
             &record.note,
             &record.created_at_ms,
+            &String::from_utf8_lossy(&body).as_ref(),
+            &body,
+            &lock_id,
         ],
     )
-    .await?;
-    if inserted == 0 {
-        // A concurrent debit for this key committed after our guard read (only without
-        // the fence): the guard answers from it.
+    .await?
+    .is_some_and(|r| r.get::<_, i64>(0) == 1);
+    if !inserted {
+        // A concurrent debit for this key committed after our read (only without the
+        // fence): the guard answers from it.
         return Ok(guard(tx, user, key, lock_id, hash)
             .await?
             .unwrap_or_else(|| Problem::key_in_use().into()));
     }
-    let body = record.to_json();
-    exec(
-        tx,
-        "INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
-         VALUES ('TransferDone', $1, $2, $3)",
-        &[
-            &record.transfer_id,
-            &String::from_utf8_lossy(&body).as_ref(),
-            &record.created_at_ms,
-        ],
-    )
-    .await?;
-    complete(tx, user, key, lock_id, 201, &body).await?;
     Ok(Answer::committed(body))
 }
 

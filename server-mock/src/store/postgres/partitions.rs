@@ -1,7 +1,7 @@
 //! Day partitions of the key table: created ahead, expired by detaching and dropping a
 //! whole partition (never a row-by-row DELETE), safe when every instance's reaper runs it.
 
-use deadpool_postgres::{GenericClient, Pool};
+use deadpool_postgres::Pool;
 
 use crate::db::DbError;
 use crate::idempotency::bucket_width_ms;
@@ -32,7 +32,7 @@ fn bucket_of(name: &str) -> Option<i64> {
 }
 
 /// The key table's partitions as (bucket, name), oldest first.
-pub async fn list<C: GenericClient>(c: &C) -> Result<Vec<(i64, String)>, DbError> {
+pub async fn list(c: &tokio_postgres::Client) -> Result<Vec<(i64, String)>, DbError> {
     let rows = c
         .query(
             "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
@@ -73,7 +73,7 @@ pub async fn ensure(pool: &Pool, from: i64, to: i64) -> Result<(), DbError> {
 /// The partitions the current bucket and the next [`AHEAD`] need.
 pub async fn ensure_ahead(pool: &Pool, now_ms: i64, key_window_ms: i64) -> Result<(), DbError> {
     let current = now_ms.div_euclid(bucket_width_ms(key_window_ms));
-    let have: Vec<i64> = list(&pool.get().await?)
+    let have: Vec<i64> = list(&*pool.get().await?)
         .await?
         .into_iter()
         .map(|(b, _)| b)
@@ -89,19 +89,22 @@ pub async fn ensure_ahead(pool: &Pool, now_ms: i64, key_window_ms: i64) -> Resul
 /// `DETACH ... CONCURRENTLY` first, so the parent table is never locked against the
 /// claims and look-ups running meanwhile; then `DROP TABLE` of the detached table. A
 /// detach interrupted by a crash is finished (`FINALIZE`) by the next run. One instance
-/// at a time (a session advisory lock; the others skip the pass).
+/// at a time (a session advisory lock): another instance's pass waits for this one and
+/// then finds nothing left, so a pass that returns has seen every expired day gone.
 pub async fn expire(pool: &Pool, now_ms: i64, key_window_ms: i64) -> Result<usize, DbError> {
     let width = bucket_width_ms(key_window_ms);
     // Bucket b holds keys created in [b*w, (b+1)*w); it may go once (b+1)*w <= now - window.
     let first_kept = now_ms.saturating_sub(key_window_ms).div_euclid(width);
-    let client = pool.get().await?;
-    let locked: bool = client
-        .query_one("SELECT pg_try_advisory_lock($1)", &[&EXPIRE_LOCK])
-        .await?
-        .get(0);
-    if !locked {
+    let expired = |parts: &[(i64, String)]| parts.first().is_some_and(|(b, _)| *b < first_kept);
+    if !expired(&list(&*pool.get().await?).await?) {
         return Ok(0);
     }
+    // A connection of its own, closed afterwards: if this pass is cancelled while it holds
+    // the session lock, closing the connection releases the lock (a pooled one would keep it).
+    let client = deadpool_postgres::Object::take(pool.get().await?);
+    client
+        .execute("SELECT pg_advisory_lock($1)", &[&EXPIRE_LOCK])
+        .await?;
     let result = drop_older(&client, first_kept).await;
     let unlocked = client
         .execute("SELECT pg_advisory_unlock($1)", &[&EXPIRE_LOCK])
@@ -111,7 +114,7 @@ pub async fn expire(pool: &Pool, now_ms: i64, key_window_ms: i64) -> Result<usiz
     Ok(n)
 }
 
-async fn drop_older(client: &deadpool_postgres::Client, first_kept: i64) -> Result<usize, DbError> {
+async fn drop_older(client: &tokio_postgres::Client, first_kept: i64) -> Result<usize, DbError> {
     let mut removed = 0usize;
     let pending: Vec<String> = client
         .query(

@@ -7,7 +7,7 @@ use deadpool_postgres::Transaction;
 use super::{exec, opt, rows};
 use crate::consumers::{self, Consumer, TransferDone};
 use crate::db::DbError;
-use crate::outbox::BATCH;
+use crate::outbox::{self, BATCH};
 
 /// Delivers one batch to the in-process consumers and marks it published, in one
 /// transaction; returns how many events it handled (0: none free).
@@ -25,17 +25,7 @@ pub(super) async fn publish_batch(tx: &Transaction<'_>, now_ms: i64) -> Result<u
     if events.is_empty() {
         return Ok(0);
     }
-    let mut decoded: Vec<(i64, TransferDone)> = events
-        .iter()
-        .filter_map(|(event_id, payload)| match serde_json::from_str(payload) {
-            Ok(event) => Some((*event_id, event)),
-            // A poison message must not block the stream forever; it is logged and skipped.
-            Err(e) => {
-                tracing::error!(event_id, %e, "unreadable outbox event skipped");
-                None
-            }
-        })
-        .collect();
+    let mut decoded = outbox::decode(&events);
     // Credits lock the recipients' balance rows: always in one order, so two relays'
     // batches never wait on each other in a cycle.
     decoded.sort_by(|a, b| {

@@ -1,0 +1,502 @@
+//! Figure 9: server-mock on PostgreSQL (a throwaway cluster from `scripts/pg start`).
+//!
+//! (a) first request vs the plain-insert baseline at 16 and 64 in flight, one instance;
+//! (b) requests/s with 1, 2 and 3 instances on one database at 64 in flight;
+//! (c) expiring a day of 100,000 (and 1,000,000) keys by partition drop vs `DELETE`,
+//!     with the p99 of transfers running meanwhile against the p99 without either.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use server_mock::store::postgres::partitions;
+use server_mock::{RunningServer, ServerConfig};
+
+use crate::report::{r3, Report, Row};
+use crate::server::{client, create_user, post, test_api, transfer_body, User};
+use crate::stats::summarize;
+
+const DAY_MS: i64 = 86_400_000;
+
+/// (busy, total) jiffies of all CPUs so far, from /proc/stat (Linux).
+fn cpu_jiffies() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let total: u64 = fields.iter().sum();
+    // idle + iowait are fields 4 and 5.
+    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+    (total - idle, total)
+}
+
+/// What a closed-loop load saw.
+struct Load {
+    rps: f64,
+    ms: Vec<f64>,
+    errors: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    First,
+    Plain,
+}
+
+/// The cluster's URL from `scripts/pg start` (its last line), or why not.
+fn cluster() -> Result<String, String> {
+    let out = std::process::Command::new("scripts/pg")
+        .arg("start")
+        .output()
+        .map_err(|e| format!("scripts/pg: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .map(str::to_string)
+        .ok_or_else(|| "scripts/pg printed nothing".into())
+}
+
+/// A fresh database of the cluster; returns its URL.
+async fn fresh_db(url: &str) -> String {
+    let name = format!("bench_{}", uuid::Uuid::new_v4().simple());
+    sql(url, &format!("CREATE DATABASE {name}")).await;
+    let base = &url[..url.rfind('/').expect("a database in the URL")];
+    format!("{base}/{name}")
+}
+
+async fn connect(url: &str) -> tokio_postgres::Client {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    client
+}
+
+async fn sql(url: &str, statements: &str) {
+    connect(url)
+        .await
+        .batch_execute(statements)
+        .await
+        .unwrap_or_else(|e| panic!("{statements}: {e}"));
+}
+
+async fn start(db: &str, key_window: Duration) -> RunningServer {
+    let config = ServerConfig {
+        key_window,
+        ..crate::server::config(db, Duration::ZERO)
+    };
+    server_mock::start(config, "127.0.0.1:0".parse().expect("address"))
+        .await
+        .expect("server-mock on PostgreSQL starts")
+}
+
+/// 32 senders with plenty of money and one recipient.
+async fn users(base: &str) -> (Arc<Vec<User>>, String) {
+    let c = client();
+    let mut senders = Vec::new();
+    for i in 0..32 {
+        senders.push(create_user(&c, base, &format!("s{i}"), 1_000_000_000_000).await);
+    }
+    let to = create_user(&c, base, "to", 0).await.user_id;
+    (Arc::new(senders), to)
+}
+
+/// Runs `in_flight` closed loops over `bases` until `stop` is set.
+async fn closed_loop(
+    bases: Arc<Vec<String>>,
+    senders: Arc<Vec<User>>,
+    to: String,
+    kind: Kind,
+    in_flight: usize,
+    stop: Arc<AtomicBool>,
+) -> Load {
+    let c = client();
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..in_flight)
+        .map(|_| {
+            let (c, bases, senders, to, stop, next) = (
+                c.clone(),
+                bases.clone(),
+                senders.clone(),
+                to.clone(),
+                stop.clone(),
+                next.clone(),
+            );
+            tokio::spawn(async move {
+                let (mut ms, mut errors) = (Vec::new(), 0);
+                while !stop.load(Ordering::Relaxed) {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    let base = &bases[n % bases.len()];
+                    let user = &senders[n % senders.len()];
+                    let body = transfer_body(&to, 1);
+                    let a = match kind {
+                        Kind::First => {
+                            let key = uuid::Uuid::new_v4().to_string();
+                            post(
+                                &c,
+                                &format!("{base}/v1/transfers"),
+                                &user.token,
+                                Some(&key),
+                                body,
+                            )
+                            .await
+                        }
+                        Kind::Plain => {
+                            post(
+                                &c,
+                                &format!("{base}/v1/bench/plain"),
+                                &user.token,
+                                None,
+                                body,
+                            )
+                            .await
+                        }
+                    };
+                    if a.status == 201 {
+                        ms.push(a.secs * 1e3);
+                    } else {
+                        errors += 1;
+                    }
+                }
+                (ms, errors)
+            })
+        })
+        .collect();
+    let (mut ms, mut errors) = (Vec::new(), 0);
+    for t in tasks {
+        let (m, e) = t.await.expect("load task");
+        ms.extend(m);
+        errors += e;
+    }
+    Load {
+        rps: ms.len() as f64 / started.elapsed().as_secs_f64(),
+        ms,
+        errors,
+    }
+}
+
+/// A closed-loop load for `secs`.
+async fn timed_load(
+    bases: &[String],
+    senders: &Arc<Vec<User>>,
+    to: &str,
+    kind: Kind,
+    in_flight: usize,
+    secs: f64,
+) -> Load {
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = tokio::spawn(closed_loop(
+        Arc::new(bases.to_vec()),
+        senders.clone(),
+        to.to_string(),
+        kind,
+        in_flight,
+        stop.clone(),
+    ));
+    tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    load.await.expect("load")
+}
+
+/// Runs figure 9; without a cluster it says why and adds nothing.
+pub async fn run(report: &mut Report, quick: bool) {
+    let url = match cluster() {
+        Ok(u) => u,
+        Err(e) => {
+            report.note(
+                "8 postgres",
+                format!("skipped: no PostgreSQL cluster ({e})"),
+            );
+            return;
+        }
+    };
+    let secs = if quick { 1.0 } else { 3.0 };
+    first_vs_plain(report, &url, secs).await;
+    instances(report, &url, secs).await;
+    let sizes: &[i64] = if quick {
+        &[100_000]
+    } else {
+        &[100_000, 1_000_000]
+    };
+    drop_vs_delete(report, &url, sizes).await;
+}
+
+async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
+    let db = fresh_db(url).await;
+    let server = start(&db, Duration::from_secs(48 * 3600)).await;
+    let base = vec![server.base_url()];
+    let (senders, to) = users(&base[0]).await;
+    let _warm = timed_load(&base, &senders, &to, Kind::First, 16, secs / 2.0).await;
+    let mut worst: f64 = 0.0;
+    let mut details = serde_json::Map::new();
+    for in_flight in [16, 64] {
+        // Alternating rounds, so drift (autovacuum, cache) hits both sides alike.
+        let (mut first, mut plain) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            plain.push(
+                timed_load(&base, &senders, &to, Kind::Plain, in_flight, secs)
+                    .await
+                    .rps,
+            );
+            first.push(
+                timed_load(&base, &senders, &to, Kind::First, in_flight, secs)
+                    .await
+                    .rps,
+            );
+        }
+        let (f, p) = (summarize(&first).p50, summarize(&plain).p50);
+        let ratio = p / f;
+        worst = worst.max(ratio);
+        details.insert(
+            format!("in_flight_{in_flight}"),
+            json!({"first_rps": r3(f), "plain_rps": r3(p), "first_over_plain": r3(ratio)}),
+        );
+        report.rows.push(
+            Row::new(
+                "9",
+                format!(
+                    "PostgreSQL: first request vs plain insert, {in_flight} in flight (cost ratio)"
+                ),
+            )
+            .subject(format!("{f:.0} req/s"))
+            .baseline(format!("{p:.0} req/s"))
+            .ratio(format!("{ratio:.2}"))
+            .target("≤ 1.5", ratio <= 1.5),
+        );
+    }
+    report.key("pg_first_over_plain_ratio", r3(worst));
+    report.key("pg_first_vs_plain", serde_json::Value::Object(details));
+    server.shutdown().await;
+}
+
+async fn instances(report: &mut Report, url: &str, secs: f64) {
+    let db = fresh_db(url).await;
+    let mut servers = Vec::new();
+    for _ in 0..3 {
+        servers.push(start(&db, Duration::from_secs(48 * 3600)).await);
+    }
+    let bases: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
+    let (senders, to) = users(&bases[0]).await;
+    let _warm = timed_load(&bases, &senders, &to, Kind::First, 64, secs / 2.0).await;
+    let (mut rps, mut busy) = (Vec::new(), Vec::new());
+    for n in 1..=3 {
+        let before = cpu_jiffies();
+        let load = timed_load(&bases[..n], &senders, &to, Kind::First, 64, secs).await;
+        let after = cpu_jiffies();
+        rps.push(load.rps);
+        busy.push((after.0 - before.0) as f64 / (after.1 - before.1).max(1) as f64);
+    }
+    let ratio = rps[2] / rps[0];
+    report.rows.push(
+        Row::new(
+            "9",
+            "PostgreSQL: first requests/s, 3 instances vs 1 (64 in flight)",
+        )
+        .subject(format!("{:.0} req/s (2: {:.0})", rps[2], rps[1]))
+        .baseline(format!("{:.0} req/s", rps[0]))
+        .ratio(format!("{ratio:.2}"))
+        .target("≥ 2 (or what limits it)", ratio >= 2.0),
+    );
+    report.key("pg_throughput_3_over_1_instances", r3(ratio));
+    report.key(
+        "pg_instances_rps",
+        json!({"1": r3(rps[0]), "2": r3(rps[1]), "3": r3(rps[2]),
+               "cpu_busy_1": r3(busy[0]), "cpu_busy_2": r3(busy[1]), "cpu_busy_3": r3(busy[2])}),
+    );
+    report.rows.push(
+        Row::new(
+            "9",
+            "PostgreSQL: machine CPU busy during the 1 / 2 / 3-instance runs",
+        )
+        .subject(format!(
+            "{:.0} % / {:.0} % / {:.0} %",
+            busy[0] * 100.0,
+            busy[1] * 100.0,
+            busy[2] * 100.0
+        ))
+        .baseline("all cores of the machine")
+        .ratio("-"),
+    );
+    report.note(
+        "8 instances",
+        "All instances run in the bench process (each its own pool, reaper, relay and \
+         heartbeat) on the machine's 2 cores, beside PostgreSQL and the load generator: the \
+         instances share the same CPUs, so more of them add database connections, not CPU. \
+         On one 2-core machine the ratio measures contention, not scale-out: the CPU row shows \
+         the machine already saturated with one instance (PostgreSQL, the server and the load \
+         generator share it), so instances cannot add throughput here.",
+    );
+    for s in servers {
+        s.shutdown().await;
+    }
+}
+
+/// Fills the partition of `bucket` with `rows` completed keys (server-side generate_series).
+async fn fill(db: &str, bucket: i64, rows: i64) {
+    let name = partitions::name(bucket);
+    sql(
+        db,
+        &format!(
+            "CREATE TABLE IF NOT EXISTS {name} PARTITION OF idempotency_keys
+                 FOR VALUES FROM ({bucket}) TO ({});
+             INSERT INTO idempotency_keys (user_id, idem_key, request_hash, state, lock_id,
+                 locked_at_ms, created_at_ms, bucket, response_status, response_body)
+             SELECT 'usr_' || (i % 5000), gen_random_uuid()::text, sha256(i::text::bytea),
+                    'completed', md5(i::text), {ms}, {ms}, {bucket}, 201,
+                    convert_to(repeat('x', 300), 'UTF8')
+             FROM generate_series(1, {rows}) AS i;
+             ANALYZE {name};",
+            bucket + 1,
+            ms = bucket * DAY_MS,
+        ),
+    )
+    .await;
+}
+
+/// Runs `op` while 16 transfers are in flight; returns (op seconds, p99 ms during it).
+async fn during<F: std::future::Future<Output = ()>>(
+    base: &str,
+    senders: &Arc<Vec<User>>,
+    to: &str,
+    op: F,
+) -> (f64, f64, usize) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = tokio::spawn(closed_loop(
+        Arc::new(vec![base.to_string()]),
+        senders.clone(),
+        to.to_string(),
+        Kind::First,
+        16,
+        stop.clone(),
+    ));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t = Instant::now();
+    op.await;
+    let secs = t.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    let load = load.await.expect("load");
+    (secs, summarize(&load.ms).p99, load.errors)
+}
+
+async fn drop_vs_delete(report: &mut Report, url: &str, sizes: &[i64]) {
+    let db = fresh_db(url).await;
+    // A 30-day window: the filled day (10 days old) is inside it until the clock moves.
+    let server = start(&db, Duration::from_secs(30 * 86_400)).await;
+    let base = server.base_url();
+    let (senders, to) = users(&base).await;
+    let c = client();
+    let now_bucket = server_mock::clock::Clock::default()
+        .now_ms()
+        .div_euclid(DAY_MS);
+    let idle = timed_load(
+        std::slice::from_ref(&base),
+        &senders,
+        &to,
+        Kind::First,
+        16,
+        2.0,
+    )
+    .await;
+    let idle_p99 = summarize(&idle.ms).p99;
+    let mut details = serde_json::Map::new();
+    let mut clock_days = 0;
+    let mut last_ratio = f64::NAN;
+    for &rows in sizes {
+        // DELETE: the row-by-row way, one statement over the whole day.
+        let old = now_bucket + clock_days - 10;
+        fill(&db, old, rows).await;
+        let conn = connect(&db).await;
+        let (delete_s, delete_p99, delete_err) = during(&base, &senders, &to, async {
+            conn.execute("DELETE FROM idempotency_keys WHERE bucket = $1", &[&old])
+                .await
+                .expect("delete");
+        })
+        .await;
+        sql(&db, &format!("DROP TABLE {}", partitions::name(old))).await;
+        // Partition drop: the server's own expiry pass, after the clock passed the window
+        // (the partitions the load needs then are made ahead, as the reaper does).
+        let old = now_bucket + clock_days - 10;
+        fill(&db, old, rows).await;
+        clock_days += 21;
+        for b in now_bucket + clock_days..=now_bucket + clock_days + 2 {
+            sql(
+                &db,
+                &format!(
+                    "CREATE TABLE IF NOT EXISTS {} PARTITION OF idempotency_keys FOR VALUES FROM ({b}) TO ({})",
+                    partitions::name(b),
+                    b + 1
+                ),
+            )
+            .await;
+        }
+        let (drop_s, drop_p99, drop_err) = during(&base, &senders, &to, async {
+            let _ = test_api(
+                &c,
+                &base,
+                reqwest::Method::POST,
+                "/v1/test/clock",
+                json!({"advance_ms": 21 * DAY_MS}),
+            )
+            .await;
+            // The clock's wake-up starts the reaper's pass; this one waits for it (the
+            // expiry lock), so when it returns the day is gone.
+            let _ = test_api(&c, &base, reqwest::Method::POST, "/v1/test/reap", json!({})).await;
+        })
+        .await;
+        let left = connect(&db)
+            .await
+            .query_one(
+                "SELECT COUNT(*) FROM pg_class WHERE relname = $1",
+                &[&partitions::name(old)],
+            )
+            .await
+            .expect("count")
+            .get::<_, i64>(0);
+        assert_eq!(left, 0, "the expiry pass dropped the day");
+        last_ratio = drop_s / delete_s;
+        details.insert(
+            format!("rows_{rows}"),
+            json!({
+                "delete_s": r3(delete_s), "drop_s": r3(drop_s), "drop_over_delete": r3(last_ratio),
+                "p99_ms_idle": r3(idle_p99), "p99_ms_during_delete": r3(delete_p99),
+                "p99_ms_during_drop": r3(drop_p99), "errors_during_delete": delete_err,
+                "errors_during_drop": drop_err,
+            }),
+        );
+        report.rows.push(
+            Row::new(
+                "9",
+                format!("PostgreSQL: expire a day of {rows} keys, partition drop vs DELETE (s)"),
+            )
+            .subject(format!("{drop_s:.3} s (p99 {drop_p99:.1} ms)"))
+            .baseline(format!(
+                "{delete_s:.3} s (p99 {delete_p99:.1} ms; idle p99 {idle_p99:.1} ms)"
+            ))
+            .ratio(format!("{last_ratio:.3}"))
+            .target("< 1", last_ratio < 1.0),
+        );
+    }
+    report.key("pg_partition_drop_over_delete_ratio", r3(last_ratio));
+    report.key("pg_partition_expiry", serde_json::Value::Object(details));
+    report.note(
+        "8 expiry",
+        "One server-mock in process on a fresh database of the `scripts/pg` cluster (fsync on, \
+         synchronous_commit on), 30-day key window. A day 10 days old is filled server-side with N \
+         completed keys (300-byte bodies); then either `DELETE FROM idempotency_keys WHERE bucket = day` \
+         runs, or the test clock moves 21 days and the server's expiry pass runs (woken by the clock; \
+         a `POST /v1/test/reap` waits for it) (COUNT of the partition for the report, `DETACH … CONCURRENTLY`, `DROP TABLE`), each \
+         while 16 first requests stay in flight; p99 is of those transfers' latencies over the whole \
+         load (the few hundred ms before the operation included). The ratio key is the largest N.",
+    );
+    server.shutdown().await;
+}

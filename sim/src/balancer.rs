@@ -1,0 +1,180 @@
+//! Several server-mock instances on one PostgreSQL database behind a round-robin load
+//! balancer, for `sendonce-sim ride --db postgres://… --instances N`: every request (a
+//! phone's retry, a load-balancer replay, a look-up) goes to the next instance, so the
+//! attempts of one transfer land on different processes of the same database.
+//!
+//! The test API's switches that live in one instance's memory (faults, clock, limits)
+//! are sent to every instance. An instance that drops a connection (the "response lost
+//! after commit" fault) makes the balancer answer 502, as a real one would: an
+//! intermediary's answer, which the phone must treat as unknown.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use axum::body::{to_bytes, Body};
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, StatusCode};
+use axum::response::Response;
+use server_mock::{RunningServer, ServerConfig};
+
+/// The instances and the balancer in front of them.
+pub struct Balanced {
+    servers: Vec<RunningServer>,
+    addr: std::net::SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+struct Upstreams {
+    bases: Vec<String>,
+    next: AtomicUsize,
+    client: reqwest::Client,
+}
+
+/// Test-API paths whose state is per instance: sent to all of them.
+fn broadcast(path: &str) -> bool {
+    matches!(
+        path,
+        "/v1/test/faults" | "/v1/test/clock" | "/v1/test/limits"
+    )
+}
+
+/// A fresh database on the cluster `url` (a ride must start from an empty ledger).
+async fn fresh_database(url: &str) -> Result<String> {
+    let name = format!("ride_{}", uuid_like());
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .context("connecting to the PostgreSQL cluster")?;
+    let task = tokio::spawn(conn);
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .context("creating the ride's database")?;
+    drop(client);
+    let _ = task.await;
+    let sep = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{sep}dbname={name}"))
+}
+
+/// A name unique to this process and moment (no randomness: rides stay seeded).
+fn uuid_like() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{}_{nanos}", std::process::id())
+}
+
+impl Balanced {
+    /// Starts `instances` servers (in this process, each its own pool, reaper, relay and
+    /// heartbeat) on a fresh database of `cluster`, and the balancer on a free port.
+    pub async fn start(cluster: &str, instances: usize, config: ServerConfig) -> Result<Self> {
+        let db = fresh_database(cluster).await?;
+        let mut servers = Vec::new();
+        for _ in 0..instances.max(1) {
+            let config = ServerConfig {
+                db: db.clone(),
+                ..config.clone()
+            };
+            servers.push(
+                server_mock::start(config, "127.0.0.1:0".parse()?)
+                    .await
+                    .context("starting server-mock on PostgreSQL")?,
+            );
+        }
+        let upstreams = Arc::new(Upstreams {
+            bases: servers.iter().map(|s| s.base_url()).collect(),
+            next: AtomicUsize::new(0),
+            client: reqwest::Client::builder()
+                .retry(reqwest::retry::never())
+                .timeout(Duration::from_secs(90))
+                .build()?,
+        });
+        let app = axum::Router::new().fallback(forward).with_state(upstreams);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self {
+            servers,
+            addr,
+            task,
+        })
+    }
+
+    /// The balancer's `http://IP:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops the balancer and every instance.
+    pub async fn shutdown(self) {
+        self.task.abort();
+        for s in self.servers {
+            s.shutdown().await;
+        }
+    }
+}
+
+async fn forward(State(up): State<Arc<Upstreams>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let Ok(body) = to_bytes(body, 1 << 20).await else {
+        return status(StatusCode::PAYLOAD_TOO_LARGE);
+    };
+    let path_q = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_string();
+    let targets: Vec<&String> = if broadcast(parts.uri.path()) {
+        up.bases.iter().collect()
+    } else {
+        let n = up.next.fetch_add(1, Ordering::Relaxed);
+        vec![&up.bases[n % up.bases.len()]]
+    };
+    let mut first = None;
+    for base in targets {
+        let mut r = up
+            .client
+            .request(parts.method.clone(), format!("{base}{path_q}"))
+            .body(body.clone());
+        for (name, value) in &parts.headers {
+            if !hop_by_hop(name) {
+                r = r.header(name, value);
+            }
+        }
+        let answer = match r.send().await {
+            Ok(a) => {
+                let mut out = Response::builder().status(a.status().as_u16());
+                for (name, value) in a.headers() {
+                    if !hop_by_hop(name) {
+                        out = out.header(name, value);
+                    }
+                }
+                match a.bytes().await {
+                    Ok(bytes) => out
+                        .body(Body::from(bytes))
+                        .unwrap_or_else(|_| status(StatusCode::BAD_GATEWAY)),
+                    Err(_) => status(StatusCode::BAD_GATEWAY),
+                }
+            }
+            Err(_) => status(StatusCode::BAD_GATEWAY),
+        };
+        first.get_or_insert(answer);
+    }
+    first.unwrap_or_else(|| status(StatusCode::BAD_GATEWAY))
+}
+
+fn hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "host" | "connection" | "content-length" | "transfer-encoding" | "keep-alive"
+    )
+}
+
+fn status(code: StatusCode) -> Response {
+    let mut r = Response::new(Body::from(format!("balancer: {code}")));
+    *r.status_mut() = code;
+    r
+}
