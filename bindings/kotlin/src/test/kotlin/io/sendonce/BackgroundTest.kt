@@ -2,15 +2,12 @@ package io.sendonce
 
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNotSame
 import org.junit.jupiter.api.Assertions.assertSame
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.assertThrows
 import java.io.File
 import java.util.Collections
@@ -18,20 +15,7 @@ import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 
 /** The SDK beyond the open screen, from Kotlin: the shared instance, drain, token refresh, accounts, events, logs. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class BackgroundTest {
-    private lateinit var server: MockServer
-
-    @BeforeAll
-    fun startServer() {
-        server = MockServer()
-    }
-
-    @AfterAll
-    fun stopServer() {
-        server.close()
-    }
-
+class BackgroundTest : WithServer() {
     private val fastRetry = RetryPolicy(baseMs = 20, capMs = 300, budgetBurst = 1000u, budgetPerSecond = 1000.0)
 
     private fun config(user: User, token: String = user.token, dbPath: String = server.dbPath(), accountId: String? = null) =

@@ -11,28 +11,12 @@ import okhttp3.mockwebserver.MockWebServer
 import okhttp3.mockwebserver.RecordedRequest
 import okhttp3.tls.HandshakeCertificates
 import okhttp3.tls.HeldCertificate
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 
 /** The SDK's requests through the app's OkHttp client: against server-mock, and its certificate pinner on TLS. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class OkHttpTransportTest {
-    private lateinit var server: MockServer
-
-    @BeforeAll
-    fun startServer() {
-        server = MockServer()
-    }
-
-    @AfterAll
-    fun stopServer() {
-        server.close()
-    }
-
+class OkHttpTransportTest : WithServer() {
     @Test
     fun `a transfer through OkHttp succeeds once against server-mock`() = runBlocking {
         val alice = server.createUser("alice", 1_000_000)
