@@ -7,37 +7,10 @@ import SendOnce
 ///
 /// Every transfer decision (key, state, retry, whether Send is enabled) is the SDK's; this class only turns
 /// SDK state into text and forwards taps. `directory` holds the SDK's database and the demo account. Call
-/// `close()` when the app goes away (the SDK keeps every unfinished transfer on disk and resumes it on the
-/// next start).
+/// `close()` when the screen goes away: the SDK is the process's shared instance and keeps sending in the
+/// background, where a BGProcessingTask (`DemoBackground.drain`) finishes what is left.
 @MainActor
 public final class DemoViewModel {
-    /// One open SDK with its composer and the tasks that follow them.
-    final class Session: @unchecked Sendable {
-        let account: DemoAccount
-        let sdk: SendOnce
-        let composer: Composer
-        let openedAtWallMs: Int64
-        var tasks: [Task<Void, Never>] = []
-
-        init(account: DemoAccount, sdk: SendOnce, composer: Composer, openedAtWallMs: Int64) {
-            self.account = account
-            self.sdk = sdk
-            self.composer = composer
-            self.openedAtWallMs = openedAtWallMs
-        }
-
-        /// The screen goes away; the shared SDK goes on in the background (or is closed, with `sdkToo`).
-        func close(sdkToo: Bool) {
-            tasks.forEach { $0.cancel() }
-            composer.close()
-            if sdkToo {
-                sdk.close()
-            } else {
-                try? sdk.setInForeground(false)
-            }
-        }
-    }
-
     /// What the user typed and chose; everything else on screen comes from the SDK.
     private struct Model {
         var loading = true
