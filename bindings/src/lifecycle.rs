@@ -70,13 +70,29 @@ fn assemble(
     Ok(config)
 }
 
-fn adapt(
-    config: &sendonce::SdkConfig,
-    transport: Arc<dyn HttpTransport>,
-) -> Arc<dyn sendonce::transport::Transport> {
-    Arc::new(TransportAdapter {
-        transport,
-        timeout: config.request_timeout,
+type Opener = fn(
+    sendonce::SdkConfig,
+    Option<Arc<dyn sendonce::transport::Transport>>,
+) -> sendonce::Result<Arc<sendonce::Sdk>>;
+
+/// Assembles the config, adapts the foreign transport (bounded by the request timeout) and opens.
+fn start(
+    config: SendOnceConfig,
+    token_provider: Option<Arc<dyn AccessTokenProvider>>,
+    transport: Option<Arc<dyn HttpTransport>>,
+    open: Opener,
+) -> Result<Arc<SendOnceCore>> {
+    guard(|| {
+        let config = assemble(config, token_provider)?;
+        let transport = transport.map(|transport| {
+            Arc::new(TransportAdapter {
+                transport,
+                timeout: config.request_timeout,
+            }) as Arc<dyn sendonce::transport::Transport>
+        });
+        Ok(Arc::new(SendOnceCore {
+            sdk: open(config, transport)?,
+        }))
     })
 }
 
@@ -97,16 +113,9 @@ impl SendOnceCore {
         token_provider: Option<Arc<dyn AccessTokenProvider>>,
         transport: Option<Arc<dyn HttpTransport>>,
     ) -> Result<Arc<Self>> {
-        guard(|| {
-            let config = assemble(config, token_provider)?;
-            let sdk = match transport {
-                None => sendonce::Sdk::shared(config)?,
-                Some(t) => {
-                    let t = adapt(&config, t);
-                    sendonce::Sdk::shared_with_transport(config, t)?
-                }
-            };
-            Ok(Arc::new(Self { sdk }))
+        start(config, token_provider, transport, |c, t| match t {
+            None => sendonce::Sdk::shared(c),
+            Some(t) => sendonce::Sdk::shared_with_transport(c, t),
         })
     }
 
@@ -117,16 +126,11 @@ impl SendOnceCore {
         token_provider: Option<Arc<dyn AccessTokenProvider>>,
         transport: Option<Arc<dyn HttpTransport>>,
     ) -> Result<Arc<Self>> {
-        guard(|| {
-            let config = assemble(config, token_provider)?;
-            let sdk = match transport {
-                None => sendonce::Sdk::open(config)?,
-                Some(t) => {
-                    let t = adapt(&config, t);
-                    sendonce::Sdk::open_with_transport(config, t)?
-                }
-            };
-            Ok(Arc::new(Self { sdk: Arc::new(sdk) }))
+        start(config, token_provider, transport, |c, t| {
+            Ok(Arc::new(match t {
+                None => sendonce::Sdk::open(c)?,
+                Some(t) => sendonce::Sdk::open_with_transport(c, t)?,
+            }))
         })
     }
 

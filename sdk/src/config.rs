@@ -75,7 +75,7 @@ pub struct SdkConfig {
     /// Background wake-ups (drain, network back while in the background) spread their first request
     /// over at most this long.
     pub background_wake_window: Duration,
-    /// Opt-in: log lines and events may name the recipient and the note (never the token).
+    /// Opt-in: log lines may name the recipient and the note (never the token); events never do.
     pub log_personal_data: bool,
 }
 
@@ -362,7 +362,7 @@ impl SdkConfigBuilder {
         self.config.background_wake_window = window;
         self
     }
-    /// Opt-in: recipient and note may appear in log lines and events.
+    /// Opt-in: recipient and note may appear in log lines (never the token; events never carry them).
     pub fn log_personal_data(mut self, on: bool) -> Self {
         self.config.log_personal_data = on;
         self

@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -107,29 +106,7 @@ async fn events_follow_every_attempt_answer_retry_and_outcome() {
 
 /// Every log line of the test binary, at every level and target.
 fn capture() -> Arc<Mutex<Vec<u8>>> {
-    static LINES: std::sync::OnceLock<Arc<Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
-    LINES.get_or_init(install).clone()
-}
-
-fn install() -> Arc<Mutex<Vec<u8>>> {
-    struct Sink(Arc<Mutex<Vec<u8>>>);
-    impl Write for Sink {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let lines: Arc<Mutex<Vec<u8>>> = Default::default();
-    let writer = lines.clone();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || Sink(writer.clone()))
-        .init();
-    lines
+    common::logs::capture_at(tracing::Level::TRACE)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,12 +20,19 @@ impl Write for Sink {
 
 /// Installs the capture (once per test binary) at level WARN and above.
 pub fn capture() {
+    capture_at(tracing::Level::WARN);
+}
+
+/// Installs the capture (once per test binary; the first level wins) and returns every byte logged.
+pub fn capture_at(level: tracing::Level) -> Arc<Mutex<Vec<u8>>> {
     let lines = LINES.get_or_init(Default::default).clone();
+    let writer = lines.clone();
     let _ = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
+        .with_max_level(level)
         .with_ansi(false)
-        .with_writer(move || Sink(lines.clone()))
+        .with_writer(move || Sink(writer.clone()))
         .try_init();
+    lines
 }
 
 /// True once a captured line contains every one of `parts`.

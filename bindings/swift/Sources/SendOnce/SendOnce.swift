@@ -28,10 +28,102 @@ public final class SendOnce: @unchecked Sendable {
     private var callbacks: [UUID: @Sendable (Transfer) throws -> Void] = [:]
 
     /// Opens the file, recovers every unfinished transfer and resumes sending.
-    public init(config: SendOnceConfig) throws {
-        core = try SendOnceCore.open(config: config)
+    public convenience init(config: SendOnceConfig) throws {
+        try self.init(core: SendOnceCore.open(config: config))
+    }
+
+    /// Opens the file with the app's token provider and HTTP stack (e.g. `URLSessionTransport`).
+    public convenience init(config: SendOnceConfig, tokenProvider: AccessTokenProvider?, transport: HttpTransport?) throws {
+        try self.init(core: SendOnceCore.openWith(config: config, tokenProvider: tokenProvider, transport: transport))
+    }
+
+    private init(core: SendOnceCore, sharedKey: String? = nil) throws {
+        self.core = core
+        self.sharedKey = sharedKey
         listenerId = try core.addListener(listener: TransferRelay(self))
         refresh()
+    }
+
+    private let sharedKey: String?
+    nonisolated(unsafe) private static var instances: [String: SendOnce] = [:]
+    private static let instancesLock = NSLock()
+
+    /// The process's one instance on `config.dbPath`, for the UI, a BGTaskScheduler task and a push handler
+    /// alike: the same object on every call (never `AlreadyOpen`) until it is closed. Another process holding
+    /// the file (an app extension) throws `SendOnceError.Busy`: try again later. `tokenProvider` and
+    /// `transport` are used by the call that opens it.
+    public static func shared(
+        _ config: SendOnceConfig, tokenProvider: AccessTokenProvider? = nil, transport: HttpTransport? = nil
+    ) throws -> SendOnce {
+        let key = URL(fileURLWithPath: config.dbPath).standardizedFileURL.resolvingSymlinksInPath().path
+        instancesLock.lock()
+        defer { instancesLock.unlock() }
+        if let live = instances[key], !live.isClosed { return live }
+        let core = try SendOnceCore.sharedWith(config: config, tokenProvider: tokenProvider, transport: transport)
+        let sdk = try SendOnce(core: core, sharedKey: key)
+        instances[key] = sdk
+        return sdk
+    }
+
+    /// Wipes a file no instance has open; `Busy` if one has, `UnfinishedTransfers` unless `force`.
+    public static func wipe(dbPath: String, force: Bool = false) throws -> WipeReport {
+        try SendOnceFFI.wipe(dbPath: dbPath, force: force)
+    }
+
+    private var isClosed: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return closed
+    }
+
+    /// Sends and resolves everything due within `deadline`, then says what is left: what a
+    /// `BGProcessingTask` handler turns into `setTaskCompleted(success:)` and its next request. Returns by the
+    /// deadline even with a request out; nothing is lost, it goes on with the same key.
+    public func drain(deadline: Duration) async throws -> DrainSummary {
+        let ms = deadline.components.seconds * 1000 + deadline.components.attoseconds / 1_000_000_000_000_000
+        let summary = try await core.drain(deadlineMs: ms)
+        refresh()
+        return summary
+    }
+
+    /// The app's lifecycle: in the background, network wake-ups are spread (see the README).
+    public func setInForeground(_ foreground: Bool) throws {
+        try core.setInForeground(foreground: foreground)
+    }
+
+    /// The account the store is bound to, if any.
+    public func accountId() throws -> String? {
+        try core.accountId()
+    }
+
+    /// Signs `accountId` in with `token`; another account than the bound one throws
+    /// `SendOnceError.AccountMismatch` while it has unfinished transfers (with none, its history is wiped first).
+    @discardableResult
+    public func signIn(accountId: String, token: String?) throws -> WipeReport? {
+        defer { refresh() }
+        return try core.signIn(accountId: accountId, token: token)
+    }
+
+    /// Forgets the token and deletes every transfer and the account binding; throws
+    /// `SendOnceError.UnfinishedTransfers` while any is unfinished, unless `force`.
+    @discardableResult
+    public func signOut(force: Bool = false) throws -> WipeReport {
+        defer { refresh() }
+        return try core.signOut(force: force)
+    }
+
+    /// Calls `body` with every event (attempts, answers, retries, outcomes, wipes), on an SDK thread. Events
+    /// carry local ids only, never a recipient, note or token. Cancel the token to unregister.
+    @discardableResult
+    public func addEventListener(_ body: @escaping @Sendable (SdkEvent) -> Void) throws -> ListenerToken {
+        let id = try core.addEventListener(listener: EventRelay(body))
+        return ListenerToken { [weak self] in try? self?.core.removeListener(id: id) }
+    }
+
+    /// The SDK's log lines, from `level` up, to `sink` (os_log, a crash reporter); `nil` stops them. Only the
+    /// SDK's own lines, none naming a recipient, note or token unless the config sets `logPersonalData`.
+    public static func setLogSink(level: LogLevel, _ sink: (@Sendable (LogRecord) -> Void)?) throws {
+        try SendOnceFFI.setLogSink(sink: sink.map { LogRelay($0) }, level: level)
     }
 
     /// Opens the file, recovers every unfinished transfer and resumes sending.
@@ -163,6 +255,11 @@ public final class SendOnce: @unchecked Sendable {
         }
         closed = true
         callbacks.removeAll()
+        if let key = sharedKey {
+            Self.instancesLock.lock()
+            if Self.instances[key] === self { Self.instances[key] = nil }
+            Self.instancesLock.unlock()
+        }
         let id = listenerId
         lock.unlock()
         try? core.removeListener(id: id)
@@ -218,6 +315,18 @@ private final class TransferRelay: TransferListener, @unchecked Sendable {
     func onTransferChanged(transfer: Transfer) throws {
         owner?.changed(transfer)
     }
+}
+
+private final class EventRelay: EventListener, @unchecked Sendable {
+    let body: @Sendable (SdkEvent) -> Void
+    init(_ body: @escaping @Sendable (SdkEvent) -> Void) { self.body = body }
+    func onEvent(event: SdkEvent) throws { body(event) }
+}
+
+private final class LogRelay: LogSink, @unchecked Sendable {
+    let body: @Sendable (LogRecord) -> Void
+    init(_ body: @escaping @Sendable (LogRecord) -> Void) { self.body = body }
+    func log(record: LogRecord) throws { body(record) }
 }
 
 public extension TransferState {

@@ -7,32 +7,10 @@ import SendOnce
 ///
 /// Every transfer decision (key, state, retry, whether Send is enabled) is the SDK's; this class only turns
 /// SDK state into text and forwards taps. `directory` holds the SDK's database and the demo account. Call
-/// `close()` when the app goes away (the SDK keeps every unfinished transfer on disk and resumes it on the
-/// next start).
+/// `close()` when the screen goes away: the SDK is the process's shared instance and keeps sending in the
+/// background, where a BGProcessingTask (`DemoBackground.drain`) finishes what is left.
 @MainActor
 public final class DemoViewModel {
-    /// One open SDK with its composer and the tasks that follow them.
-    final class Session: @unchecked Sendable {
-        let account: DemoAccount
-        let sdk: SendOnce
-        let composer: Composer
-        let openedAtWallMs: Int64
-        var tasks: [Task<Void, Never>] = []
-
-        init(account: DemoAccount, sdk: SendOnce, composer: Composer, openedAtWallMs: Int64) {
-            self.account = account
-            self.sdk = sdk
-            self.composer = composer
-            self.openedAtWallMs = openedAtWallMs
-        }
-
-        func close() {
-            tasks.forEach { $0.cancel() }
-            composer.close()
-            sdk.close()
-        }
-    }
-
     /// What the user typed and chose; everything else on screen comes from the SDK.
     private struct Model {
         var loading = true
@@ -83,7 +61,7 @@ public final class DemoViewModel {
     public init(directory: URL, options: DemoOptions = DemoOptions()) {
         self.directory = directory
         self.options = options
-        store = AccountStore(file: directory.appendingPathComponent("demo-account.json"))
+        store = AccountStore(file: directory.appendingPathComponent(DemoBackground.accountFile))
         let url = store.serverUrl ?? options.defaultServerUrl
         model = Model(serverUrl: url, serverUrlField: url)
         state = DemoUiState()
@@ -246,16 +224,31 @@ public final class DemoViewModel {
         Task { await connect() }
     }
 
+    /// The scene's phase: in the background the shared SDK spreads its network wake-ups.
+    public func onForegroundChanged(_ foreground: Bool) {
+        try? session?.sdk.setInForeground(foreground)
+    }
+
     /// Retry after a failed start (server unreachable on first start).
     public func onRetryTapped() {
         Task { await connect() }
     }
 
-    /// Closes the SDK. Unfinished transfers stay on disk and resume on the next start, with the same key.
+    /// The screen goes away. The shared SDK stays open and sends in the background; what it cannot finish
+    /// a BGProcessingTask drains later (`DemoBackground.drain`). Unfinished transfers are on disk either way.
     public func close() {
+        finish(sdkToo: false)
+    }
+
+    /// Closes the SDK as well, as the process ending does (tests; a sign-out).
+    public func shutdown() {
+        finish(sdkToo: true)
+    }
+
+    private func finish(sdkToo: Bool) {
         guard !closed else { return }
         closed = true
-        closeSession()
+        closeSession(sdkToo: sdkToo)
         ticker?.cancel()
         let open = continuations.values
         continuations.removeAll()
@@ -281,10 +274,10 @@ public final class DemoViewModel {
         }
     }
 
-    private func closeSession() {
+    private func closeSession(sdkToo: Bool = true) {
         guard let s = session else { return }
         session = nil
-        s.close()
+        s.close(sdkToo: sdkToo)
         composerState = .editing
         transfers = []
         finalCount = -1
@@ -315,7 +308,7 @@ public final class DemoViewModel {
             return
         }
         guard !closed, generation == connectGeneration else {
-            opened.close()
+            opened.close(sdkToo: true)
             return
         }
         session = opened
@@ -342,19 +335,13 @@ public final class DemoViewModel {
             store.save(account)
         }
         return try await Task.detached {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let safe = String(account.userId.map { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" ? $0 : "_" })
-            let db = directory.appendingPathComponent("sendonce-\(safe).db").path
             let openedAt = options.nowMs()
-            let sdk = try SendOnce(config: SendOnceConfig(
-                baseUrl: url, dbPath: db, accessToken: AccessToken(value: account.token), retry: options.retry,
-                requestTimeoutMs: options.requestTimeoutMs, clockSpeed: options.clockSpeed
-            ))
+            let sdk = try SendOnce.shared(DemoBackground.config(directory: directory, account: account, options: options))
             do {
-                if trainMode != .off {
-                    try sdk.setNetworkProfile(trainMode.profile, seed: options.trainSeed ?? UInt64.random(in: 0 ... .max))
-                }
-                if !networkAvailable { try sdk.setNetworkAvailable(false) }
+                // The shared instance may have run in the background since the last screen: set it as this one wants.
+                try sdk.setInForeground(true)
+                try sdk.setNetworkProfile(trainMode.profile, seed: options.trainSeed ?? UInt64.random(in: 0 ... .max))
+                try sdk.setNetworkAvailable(networkAvailable)
                 // After a kill: follow the newest unfinished transfer on the confirm screen again.
                 let composer = try sdk.unfinishedTransfers().first.map { try sdk.composer(for: $0.localId) } ?? sdk.composer()
                 return Session(account: account, sdk: sdk, composer: composer, openedAtWallMs: openedAt)

@@ -147,6 +147,9 @@ public enum Texts {
             return "The app cannot save transfers (\(message)). Nothing was sent."
         case .TransferUnfinished: return "The previous transfer is still on its way."
         case let .LookupFailed(message): return "Could not reach the server to check: \(message). Try again later."
+        case .Busy: return "Another part of the app is sending right now; tap Send again in a moment."
+        case .AccountMismatch: return "Transfers of the account signed in before are still on their way."
+        case .UnfinishedTransfers: return "Some transfers are still on their way; wait for them first."
         case let .InvalidConfig(message), let .AlreadyOpen(message), let .NotFound(message), let .Internal(message):
             return "Something went wrong: \(message)"
         }

@@ -57,7 +57,7 @@ final class DemoViewModelTests: XCTestCase {
     @MainActor
     func viewModel(_ dir: URL? = nil, _ options: DemoOptions? = nil) throws -> DemoViewModel {
         let vm = DemoViewModel(directory: try dir ?? tempDir(), options: options ?? self.options())
-        cleanups.append { vm.close() }
+        cleanups.append { vm.shutdown() }
         return vm
     }
 
@@ -91,6 +91,31 @@ final class DemoViewModelTests: XCTestCase {
     func debits(of userId: String) async throws -> [LedgerEntry] {
         try await server.ledger().filter { $0.kind == "debit" && $0.userId == userId }
     }
+
+    @MainActor
+    func testTheScreenGoesAwayOfflineAndABackgroundDrainOnTheSharedInstanceSettlesIt() async throws {
+        let dir = try tempDir()
+        let vm = try viewModel(dir)
+        vm.onNetworkChanged(false)
+        _ = try await review(vm, "17")
+        vm.onSendTapped()
+        let waiting = try await wait(vm, "waiting") { $0.transfers.count == 1 }
+        let key = try XCTUnwrap(waiting.transfers.first).idempotencyKey
+        vm.close() // the scene goes to the background; the process and its shared SDK stay
+        let before = try await server.debits(key)
+        XCTAssertTrue(before.isEmpty)
+
+        // The BGProcessingTask runs with the network back: it drains the same instance.
+        let summary = try await XCTUnwrapAsync(try await DemoBackground.drain(directory: dir, deadline: .seconds(20), options: options()))
+        XCTAssertEqual(summary.finished.map(\.idempotencyKey), [key])
+        XCTAssertEqual(summary.finished.first?.state, .succeeded)
+        XCTAssertTrue(summary.unfinished.isEmpty)
+        let after = try await server.debits(key)
+        XCTAssertEqual(after.count, 1)
+        vm.shutdown()
+    }
+
+    private func XCTUnwrapAsync<T>(_ value: T?) async throws -> T { try XCTUnwrap(value) }
 
     @MainActor
     func testTenQuickTapsOnSendMakeOneTransferAndOneDebit() async throws {
@@ -230,7 +255,7 @@ final class DemoViewModelTests: XCTestCase {
             $0.statusLine?.hasPrefix("Waiting for network — attempt") == true && $0.transfers.count == 1
         }
         let key = try XCTUnwrap(waiting.transfers.first).idempotencyKey
-        first.close() // the app is killed while the transfer waits
+        first.shutdown() // the app is killed while the transfer waits
         try await Task.sleep(nanoseconds: 300_000_000)
         let before = try await server.debits(key)
         XCTAssertTrue(before.isEmpty, "nothing reached the server while offline")

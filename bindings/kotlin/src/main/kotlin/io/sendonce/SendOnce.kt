@@ -24,12 +24,44 @@ import java.util.concurrent.atomic.AtomicBoolean
  *
  * Every call may throw [SendOnceException]; after [close] every call throws [SendOnceException.Closed].
  */
-class SendOnce private constructor(private val core: SendOnceCore) : AutoCloseable {
+class SendOnce private constructor(private val core: SendOnceCore, private val sharedKey: String? = null) : AutoCloseable {
     companion object {
+        private val instances = HashMap<String, SendOnce>()
+
         /** Opens the file, recovers every unfinished transfer and resumes sending. */
         @JvmStatic
         @Throws(SendOnceException::class)
         fun open(config: SendOnceConfig): SendOnce = SendOnce(SendOnceCore.open(config))
+
+        /** [open] with the app's token provider and HTTP stack (e.g. [OkHttpTransport]). */
+        @JvmStatic
+        @Throws(SendOnceException::class)
+        fun open(config: SendOnceConfig, tokenProvider: AccessTokenProvider?, transport: HttpTransport?): SendOnce =
+            SendOnce(SendOnceCore.openWith(config, tokenProvider, transport))
+
+        /**
+         * The process's one instance on [SendOnceConfig.dbPath], for the UI, a WorkManager worker and a push
+         * handler alike: the same object on every call (never `AlreadyOpen`) until it is closed. Another
+         * process holding the file (a `:worker` process) throws [SendOnceException.Busy]: retry later.
+         * [tokenProvider] and [transport] are used by the call that opens it.
+         */
+        @JvmStatic
+        @JvmOverloads
+        @Throws(SendOnceException::class)
+        fun shared(config: SendOnceConfig, tokenProvider: AccessTokenProvider? = null, transport: HttpTransport? = null): SendOnce {
+            val key = java.io.File(config.dbPath).canonicalPath
+            synchronized(instances) {
+                instances[key]?.takeIf { !it.closed.get() }?.let { return it }
+                val sdk = SendOnce(SendOnceCore.sharedWith(config, tokenProvider, transport), key)
+                instances[key] = sdk
+                return sdk
+            }
+        }
+
+        /** Wipes a file no instance has open; `Busy` if one has, `UnfinishedTransfers` unless [force]. */
+        @JvmStatic
+        @Throws(SendOnceException::class)
+        fun wipe(dbPath: String, force: Boolean = false): WipeReport = io.sendonce.wipe(dbPath, force)
 
         /** Version of the Rust core. */
         @JvmStatic
@@ -106,6 +138,57 @@ class SendOnce private constructor(private val core: SendOnceCore) : AutoCloseab
     /** What the network simulator did so far. */
     val networkStats: NetsimStats get() = live { core.networkStats() }
 
+    /**
+     * Sends and resolves everything due within [deadline], then says what is left: what a WorkManager
+     * `CoroutineWorker.doWork()` turns into `Result.success()` / `retry()`. Returns by the deadline even with
+     * a request out; nothing is lost, it goes on with the same key.
+     */
+    @Throws(SendOnceException::class)
+    suspend fun drain(deadline: kotlin.time.Duration): DrainSummary =
+        live { core.drain(deadline.inWholeMilliseconds) }.also { refreshTransfers() }
+
+    /** The app's lifecycle: in the background, network wake-ups are spread (see the README). */
+    @Throws(SendOnceException::class)
+    fun setInForeground(foreground: Boolean) = live { core.setInForeground(foreground) }
+
+    /** The account the store is bound to, if any. */
+    val accountId: String? get() = live { core.accountId() }
+
+    /**
+     * Signs [accountId] in with [token]. Another account than the bound one throws
+     * [SendOnceException.AccountMismatch] while it has unfinished transfers; with none, its history is wiped
+     * first (the report says what).
+     */
+    @Throws(SendOnceException::class)
+    fun signIn(accountId: String, token: String?): WipeReport? = live { core.signIn(accountId, token) }.also { refreshTransfers() }
+
+    /**
+     * Forgets the token and deletes every transfer and the account binding. Throws
+     * [SendOnceException.UnfinishedTransfers] while any is unfinished, unless [force]; the report lists what
+     * was discarded.
+     */
+    @Throws(SendOnceException::class)
+    fun signOut(force: Boolean = false): WipeReport = live { core.signOut(force) }.also { refreshTransfers() }
+
+    /**
+     * Calls [listener] with every [SdkEvent] (attempts, answers, retries, outcomes, wipes), on an SDK thread;
+     * close the handle to unregister. Events carry local ids only, never a recipient, note or token.
+     */
+    fun addEventListener(listener: (SdkEvent) -> Unit): AutoCloseable {
+        val id = live {
+            core.addEventListener(object : EventListener {
+                override fun onEvent(event: SdkEvent) {
+                    try {
+                        listener(event)
+                    } catch (e: Throwable) {
+                        if (e is VirtualMachineError) throw e
+                    }
+                }
+            })
+        }
+        return AutoCloseable { if (!closed.get()) core.removeListener(id) }
+    }
+
     /** A composer for one confirm screen. */
     @Throws(SendOnceException::class)
     fun composer(): Composer = live { Composer(core.composer()) }
@@ -120,6 +203,7 @@ class SendOnce private constructor(private val core: SendOnceCore) : AutoCloseab
      */
     override fun close() {
         if (!closed.compareAndSet(false, true)) return
+        sharedKey?.let { key -> synchronized(instances) { if (instances[key] === this) instances.remove(key) } }
         callbacks.clear()
         try {
             core.removeListener(listenerId)

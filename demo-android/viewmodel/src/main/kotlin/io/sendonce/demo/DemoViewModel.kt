@@ -44,8 +44,9 @@ import kotlin.random.Random
  *
  * Every transfer decision (key, state, retry, whether Send is enabled) is the SDK's; this class only turns
  * SDK state into text and forwards taps. [filesDir] holds the SDK's database and the demo account;
- * [scope] is the owner's (Android: `viewModelScope`). Call [close] when the screen goes away for good
- * (the SDK keeps every unfinished transfer on disk and resumes it on the next start).
+ * [scope] is the owner's (Android: `viewModelScope`). Call [close] when the screen goes away: the SDK is
+ * the process's shared instance ([SendOnce.shared]) and keeps sending in the background, where a
+ * WorkManager worker ([DemoBackground.drain]) finishes what is left.
  */
 @OptIn(ExperimentalCoroutinesApi::class)
 class DemoViewModel(
@@ -54,9 +55,14 @@ class DemoViewModel(
     private val options: DemoOptions = DemoOptions(),
 ) : AutoCloseable {
     private class Session(val account: DemoAccount, val sdk: SendOnce, val composer: Composer, val openedAtWallMs: Long) {
-        fun close() {
+        /** The screen goes away; the shared SDK goes on in the background (or is closed, with [sdkToo]). */
+        fun close(sdkToo: Boolean) {
             composer.close()
-            sdk.close()
+            if (sdkToo) {
+                sdk.close()
+            } else {
+                runCatching { sdk.setInForeground(false) }
+            }
         }
     }
 
@@ -82,7 +88,7 @@ class DemoViewModel(
 
     private data class ComposerView(val state: ComposerState, val sendEnabled: Boolean)
 
-    private val store by lazy { AccountStore(File(filesDir, "demo-account.properties")) }
+    private val store by lazy { AccountStore(File(filesDir, ACCOUNT_FILE)) }
     private val walletClient = WalletClient()
     private val lifecycle = Mutex()
     private val closed = AtomicBoolean(false)
@@ -252,10 +258,19 @@ class DemoViewModel(
         scope.launch { connect() }
     }
 
-    /** Closes the SDK. Unfinished transfers stay on disk and resume on the next start, with the same key. */
+    /**
+     * The screen goes away (Android: `onCleared`). The shared SDK stays open and sends in the background;
+     * what it cannot finish a worker drains later. Unfinished transfers are on disk either way.
+     */
     override fun close() {
         if (!closed.compareAndSet(false, true)) return
-        closeSession()
+        closeSession(sdkToo = false)
+    }
+
+    /** Closes the SDK as well, as the process ending does (tests; a sign-out). */
+    fun shutdown() {
+        closed.set(true)
+        closeSession(sdkToo = true)
     }
 
     // --- inside ---------------------------------------------------------------------------------
@@ -275,10 +290,10 @@ class DemoViewModel(
     }
 
     @Synchronized
-    private fun closeSession() {
+    private fun closeSession(sdkToo: Boolean = true) {
         val s = session.value ?: return
         session.value = null
-        s.close()
+        s.close(sdkToo)
     }
 
     private suspend fun connect() = lifecycle.withLock {
@@ -312,21 +327,13 @@ class DemoViewModel(
         val account = store.account(url)
             ?: walletClient.signUp(url, options.startingBalanceMinor, options.currency).also(store::save)
         val openedAt = options.nowMs()
-        val db = File(filesDir, "sendonce-${account.userId.replace(Regex("[^A-Za-z0-9_-]"), "_")}.db")
-        val sdk = SendOnce.open(
-            SendOnceConfig(
-                baseUrl = url,
-                dbPath = db.path,
-                accessToken = AccessToken(account.token),
-                retry = options.retry,
-                requestTimeoutMs = options.requestTimeoutMs,
-                clockSpeed = options.clockSpeed,
-            ),
-        )
+        val sdk = SendOnce.shared(DemoBackground.config(filesDir, account, options))
         try {
             val m = model.value
-            if (m.trainMode != TrainMode.OFF) sdk.setNetworkProfile(m.trainMode.profile, options.trainSeed ?: Random.nextLong())
-            if (!m.networkAvailable) sdk.setNetworkAvailable(false)
+            // The shared instance may have run in the background since the last screen: set it as this one wants.
+            sdk.setInForeground(true)
+            sdk.setNetworkProfile(m.trainMode.profile, options.trainSeed ?: Random.nextLong())
+            sdk.setNetworkAvailable(m.networkAvailable)
             // After a kill: follow the newest unfinished transfer on the confirm screen again.
             val unfinished = sdk.unfinishedTransfers().firstOrNull()
             val composer = if (unfinished != null) sdk.composer(unfinished.localId) else sdk.composer()
@@ -434,5 +441,8 @@ class DemoViewModel(
     companion object {
         const val RESUMED = "Resumed a transfer confirmed before the app was closed: same key, it is never sent twice."
         const val REPLAYED = "The first answer was lost on the way; the server replayed it. The money moved once."
+
+        /** Where the demo keeps its signed-up account (read by [DemoBackground] too). */
+        const val ACCOUNT_FILE = "demo-account.properties"
     }
 }

@@ -121,6 +121,9 @@ object Texts {
             "The app cannot save transfers (${e.message}). Nothing was sent."
         is SendOnceException.TransferUnfinished -> "The previous transfer is still on its way."
         is SendOnceException.LookupFailed -> "Could not reach the server to check: ${e.message}. Try again later."
+        is SendOnceException.Busy -> "Another part of the app is sending right now; tap Send again in a moment."
+        is SendOnceException.AccountMismatch -> "Transfers of the account signed in before are still on their way."
+        is SendOnceException.UnfinishedTransfers -> "Some transfers are still on their way; wait for them first."
         else -> "Something went wrong: ${e.message}"
     }
 }

@@ -4,6 +4,7 @@ import io.sendonce.Json
 import io.sendonce.LedgerEntry
 import io.sendonce.MockServer
 import io.sendonce.RetryPolicy
+import io.sendonce.TransferState
 import io.sendonce.User
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.Dispatchers
@@ -29,6 +30,7 @@ import org.junit.jupiter.api.TestInstance
 import java.io.File
 import java.nio.file.Files
 import java.util.concurrent.CopyOnWriteArrayList
+import kotlin.time.Duration.Companion.seconds
 
 /**
  * The demo's view model against the real Rust library (through the Kotlin bindings) and the real
@@ -80,7 +82,7 @@ class DemoViewModelTest {
     private fun viewModel(dir: File = tempDir(), options: DemoOptions = options()): DemoViewModel {
         val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
         val vm = DemoViewModel(dir, scope, options)
-        cleanups.add { vm.close(); scope.cancel() }
+        cleanups.add { vm.shutdown(); scope.cancel() }
         return vm
     }
 
@@ -219,7 +221,7 @@ class DemoViewModelTest {
         first.onSendTapped()
         val waiting = first.await("waiting") { it.statusLine?.startsWith("Waiting for network — attempt") == true }
         val key = waiting.transfers.single().idempotencyKey
-        first.close() // the app is killed while the transfer waits
+        first.shutdown() // the app is killed while the transfer waits
         delay(300)
         assertTrue(server.debits(key).isEmpty(), "nothing reached the server while offline")
 
@@ -235,6 +237,27 @@ class DemoViewModelTest {
         assertEquals(1, server.debits(key).size)
         assertEquals(1, debitsOf(me).size)
         second.await("balance") { it.balanceMinor == 1_000_000L - 4200 }
+    }
+
+    @Test
+    fun `the screen goes away offline and a worker's drain on the shared instance settles it`() = test {
+        val dir = tempDir()
+        val vm = viewModel(dir)
+        vm.onNetworkChanged(false)
+        vm.review("17")
+        vm.onSendTapped()
+        val waiting = vm.await("waiting") { it.transfers.singleOrNull() != null }
+        val key = waiting.transfers.single().idempotencyKey
+        vm.close() // onCleared: the screen is gone, the process and its shared SDK stay
+        assertTrue(server.debits(key).isEmpty())
+
+        // WorkManager runs the worker with the network back: it drains the same instance.
+        val summary = DemoBackground.drain(dir, server.baseUrl, 20.seconds, options())!!
+        assertEquals(listOf(key), summary.finished.map { it.idempotencyKey })
+        assertEquals(TransferState.SUCCEEDED, summary.finished.single().state)
+        assertTrue(summary.unfinished.isEmpty())
+        assertEquals(1, server.debits(key).size)
+        vm.shutdown()
     }
 
     @Test

@@ -34,8 +34,10 @@ class DemoAndroidViewModel(app: Application) : AndroidViewModel(app) {
 
     override fun onCleared() {
         connectivity.unregisterNetworkCallback(networkCallback)
-        // Unfinished transfers stay in the SDK's database and resume on the next start, same key.
+        // The screen is gone, the shared SDK is not: it goes on in the background, and the worker drains
+        // whatever is left when the OS gives it time and a network.
         demo.close()
+        SendWorker.enqueue(getApplication(), delayMs = 0)
     }
 }
 

@@ -1,0 +1,173 @@
+package io.sendonce
+
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertNotSame
+import org.junit.jupiter.api.Assertions.assertSame
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.assertThrows
+import java.io.File
+import java.util.Collections
+import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.Duration.Companion.seconds
+
+/** The SDK beyond the open screen, from Kotlin: the shared instance, drain, token refresh, accounts, events, logs. */
+class BackgroundTest : WithServer() {
+    private val fastRetry = RetryPolicy(baseMs = 20, capMs = 300, budgetBurst = 1000u, budgetPerSecond = 1000.0)
+
+    private fun config(user: User, token: String = user.token, dbPath: String = server.dbPath(), accountId: String? = null) =
+        SendOnceConfig(
+            baseUrl = server.baseUrl,
+            dbPath = dbPath,
+            accessToken = AccessToken(token),
+            retry = fastRetry,
+            requestTimeoutMs = 5_000,
+            backgroundWakeWindowMs = 200,
+            accountId = accountId,
+        )
+
+    @Test
+    fun `the UI, a worker and a push handler share one instance, never AlreadyOpen`() {
+        val alice = server.createUser("alice", 1_000_000)
+        val config = config(alice)
+        val ui = SendOnce.shared(config)
+        val worker = SendOnce.shared(config)
+        assertSame(ui, worker)
+        assertThrows<SendOnceException.AlreadyOpen> { SendOnce.open(config) }
+        ui.close()
+        val next = SendOnce.shared(config)
+        assertNotSame(ui, next, "a closed instance is replaced")
+        next.close()
+    }
+
+    @Test
+    fun `another process on the file is Busy, a retry once it is gone succeeds`() {
+        val db = server.dbPath("held")
+        val java = File(System.getProperty("java.home"), "bin/java").path
+        val child = ProcessBuilder(
+            java, "-cp", System.getProperty("java.class.path"),
+            "-Djna.library.path=${System.getProperty("jna.library.path")}",
+            "io.sendonce.HoldFile", db,
+        ).redirectError(ProcessBuilder.Redirect.INHERIT).start()
+        try {
+            val line = child.inputStream.bufferedReader().readLine()
+            assertEquals("holding", line)
+            val config = SendOnceConfig(baseUrl = "http://127.0.0.1:9", dbPath = db)
+            assertThrows<SendOnceException.Busy> { SendOnce.shared(config) }
+            child.outputStream.close()
+            child.waitFor()
+            SendOnce.shared(config).close()
+        } finally {
+            child.destroyForcibly()
+        }
+    }
+
+    @Test
+    fun `confirmed offline, backgrounded, drained with the network back - Succeeded`() = runBlocking {
+        val alice = server.createUser("alice", 1_000_000)
+        val bob = server.createUser("bob")
+        val sdk = SendOnce.shared(config(alice))
+        sdk.use {
+            sdk.setNetworkAvailable(false)
+            val t = sdk.sendTransfer(bob.id, 2_500, "BDT")
+            sdk.setInForeground(false) // no screen, no composer: only the instance stays
+            assertEquals(TransferState.PENDING, sdk.transfer(t.localId).state)
+            val summary = sdk.drain(20.seconds)
+            assertFalse(summary.deadlineReached, "$summary")
+            assertEquals(listOf(t.localId), summary.finished.map { it.localId })
+            assertEquals(TransferState.SUCCEEDED, summary.finished[0].state)
+            assertTrue(summary.unfinished.isEmpty())
+            assertEquals(null, summary.nextAttemptInMs)
+            assertEquals(1, server.debits(t.idempotencyKey).size)
+        }
+    }
+
+    @Test
+    fun `a deadline shorter than the request returns, loses nothing and keeps the key`() = runBlocking {
+        val alice = server.createUser("alice", 1_000_000)
+        val bob = server.createUser("bob")
+        val slow = NetworkProfile.Custom(
+            NetsimSettings(seed = 1u, latencyMs = 1_500, latencyJitterMs = 0, dropRequestRate = 0.0, dropResponseRate = 0.0,
+                duplicateRate = 0.0, timeoutRate = 0.0, tunnelEveryMs = 0, tunnelLengthMs = 0, timeoutMs = 15_000),
+        )
+        SendOnce.shared(config(alice).copy(networkProfile = slow)).use { sdk ->
+            sdk.setNetworkAvailable(false)
+            val t = sdk.sendTransfer(bob.id, 900, "BDT")
+            val short = sdk.drain(200.milliseconds)
+            assertTrue(short.deadlineReached, "$short")
+            assertEquals(listOf(t.localId), short.unfinished.map { it.localId })
+            assertEquals(TransferState.SENDING, short.unfinished[0].state, "returned with the request out")
+            assertEquals(0, server.debits(t.idempotencyKey).size, "the server has not answered yet")
+            val long = sdk.drain(30.seconds)
+            assertEquals(TransferState.SUCCEEDED, long.finished.single().state)
+            assertEquals(t.idempotencyKey, long.finished.single().idempotencyKey)
+            assertEquals(1, server.debits(t.idempotencyKey).size)
+        }
+    }
+
+    @Test
+    fun `a 401 asks the provider once and retries with the same key`() = runBlocking {
+        val alice = server.createUser("alice", 1_000_000)
+        val bob = server.createUser("bob")
+        val asked = Collections.synchronizedList(mutableListOf<Boolean>())
+        val provider = object : AccessTokenProvider {
+            override suspend fun token(forceRefresh: Boolean): String? {
+                asked += forceRefresh
+                return alice.token
+            }
+        }
+        SendOnce.open(config(alice, token = "expired"), provider, null).use { sdk ->
+            val t = sdk.sendTransfer(bob.id, 1_000, "BDT")
+            val done = withTimeout(30_000) { sdk.awaitOutcome(t.localId) }
+            assertEquals(TransferState.SUCCEEDED, done.state)
+            assertEquals(listOf(true), asked.toList())
+            assertEquals(1, server.debits(t.idempotencyKey).size)
+        }
+    }
+
+    @Test
+    fun `another account is refused while transfers are unfinished, sign-out refuses unless forced`() = runBlocking {
+        val alice = server.createUser("alice", 1_000_000)
+        val bob = server.createUser("bob")
+        SendOnce.open(config(alice, accountId = "acct-kt-alice")).use { sdk ->
+            assertEquals("acct-kt-alice", sdk.accountId)
+            sdk.setNetworkAvailable(false)
+            val t = sdk.sendTransfer(bob.id, 300, "BDT")
+            assertThrows<SendOnceException.AccountMismatch> { sdk.signIn("acct-kt-bob", bob.token) }
+            assertThrows<SendOnceException.UnfinishedTransfers> { sdk.signOut() }
+            val report = sdk.signOut(force = true)
+            assertEquals(listOf(t.localId), report.discardedUnfinished.map { it.localId })
+            assertTrue(sdk.transfers.value.isEmpty())
+            assertEquals(null, sdk.accountId)
+        }
+    }
+
+    @Test
+    fun `events follow the transfer and the log sink gets no recipient, note or token`() = runBlocking {
+        val alice = server.createUser("alice", 1_000_000)
+        val bob = server.createUser("bob")
+        val lines = Collections.synchronizedList(mutableListOf<LogRecord>())
+        setSendOnceLogSink(LogLevel.TRACE) { lines += it }
+        val events = Collections.synchronizedList(mutableListOf<SdkEvent>())
+        try {
+            SendOnce.open(config(alice)).use { sdk ->
+                sdk.addEventListener { events += it }
+                val t = sdk.sendTransfer(bob.id, 700, "BDT", note = "kt-note-marker")
+                assertEquals(TransferState.SUCCEEDED, withTimeout(30_000) { sdk.awaitOutcome(t.localId) }.state)
+                withTimeout(10_000) { while (events.none { it is SdkEvent.Resolved }) kotlinx.coroutines.delay(10) }
+                assertTrue(events.any { it is SdkEvent.AttemptStarted && it.localId == t.localId })
+                assertTrue(events.any { it is SdkEvent.AttemptAnswered && it.status == 201.toUShort() })
+            }
+        } finally {
+            setSendOnceLogSink(LogLevel.TRACE, null)
+        }
+        val text = lines.toList().joinToString("\n") { it.message }
+        assertTrue(text.contains("attempt answered"), "the sink got the SDK's lines")
+        for (secret in listOf(bob.id, "kt-note-marker", alice.token)) {
+            assertFalse(text.contains(secret), "$secret logged")
+        }
+    }
+}

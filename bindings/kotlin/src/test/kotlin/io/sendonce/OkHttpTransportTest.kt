@@ -1,0 +1,72 @@
+package io.sendonce
+
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+import okhttp3.CertificatePinner
+import okhttp3.OkHttpClient
+import okhttp3.mockwebserver.Dispatcher
+import okhttp3.mockwebserver.MockResponse
+import okhttp3.mockwebserver.MockWebServer
+import okhttp3.mockwebserver.RecordedRequest
+import okhttp3.tls.HandshakeCertificates
+import okhttp3.tls.HeldCertificate
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+
+/** The SDK's requests through the app's OkHttp client: against server-mock, and its certificate pinner on TLS. */
+class OkHttpTransportTest : WithServer() {
+    @Test
+    fun `a transfer through OkHttp succeeds once against server-mock`() = runBlocking {
+        val alice = server.createUser("alice", 1_000_000)
+        val bob = server.createUser("bob")
+        val config = SendOnceConfig(baseUrl = server.baseUrl, dbPath = server.dbPath(), accessToken = AccessToken(alice.token))
+        SendOnce.open(config, null, OkHttpTransport(OkHttpClient())).use { sdk ->
+            val t = sdk.sendTransfer(bob.id, 4_000, "BDT")
+            assertEquals(TransferState.SUCCEEDED, withTimeout(30_000) { sdk.awaitOutcome(t.localId) }.state)
+            assertEquals(1, server.debits(t.idempotencyKey).size)
+        }
+    }
+
+    @Test
+    fun `the app's certificate pin refuses a wrong pin and passes the right one`() = runBlocking {
+        val certificate = HeldCertificate.Builder().addSubjectAlternativeName("localhost").build()
+        val tls = MockWebServer().apply {
+            useHttps(HandshakeCertificates.Builder().heldCertificate(certificate).build().sslSocketFactory(), false)
+            dispatcher = object : Dispatcher() {
+                override fun dispatch(request: RecordedRequest): MockResponse {
+                    val key = request.getHeader("idempotency-key")
+                    return MockResponse().setResponseCode(201).setHeader("content-type", "application/json")
+                        .setBody("""{"transfer_id":"t_tls","status":"completed","idempotency_key":"$key"}""")
+                }
+            }
+            start()
+        }
+        val trusting = HandshakeCertificates.Builder().addTrustedCertificate(certificate.certificate).build()
+        fun client(pin: String) = OkHttpClient.Builder()
+            .sslSocketFactory(trusting.sslSocketFactory(), trusting.trustManager)
+            .certificatePinner(CertificatePinner.Builder().add("localhost", pin).build())
+            .build()
+        val baseUrl = "https://localhost:${tls.port}"
+        try {
+            val wrong = "sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
+            SendOnce.open(SendOnceConfig(baseUrl = baseUrl, dbPath = server.dbPath()), null, OkHttpTransport(client(wrong))).use { sdk ->
+                val t = sdk.sendTransfer("usr_x", 100, "BDT")
+                withTimeout(20_000) { while (sdk.transfer(t.localId).lastError == null) delay(10) }
+                val refused = sdk.transfer(t.localId)
+                assertTrue(refused.lastError!!.contains("pinning", ignoreCase = true), "${refused.lastError}")
+                assertTrue(!refused.state.isFinal)
+                assertEquals(0, tls.requestCount, "nothing reached the server")
+            }
+            val right = CertificatePinner.pin(certificate.certificate)
+            SendOnce.open(SendOnceConfig(baseUrl = baseUrl, dbPath = server.dbPath()), null, OkHttpTransport(client(right))).use { sdk ->
+                val t = sdk.sendTransfer("usr_x", 100, "BDT")
+                assertEquals(TransferState.SUCCEEDED, withTimeout(20_000) { sdk.awaitOutcome(t.localId) }.state)
+                assertEquals(1, tls.requestCount)
+            }
+        } finally {
+            tls.shutdown()
+        }
+    }
+}

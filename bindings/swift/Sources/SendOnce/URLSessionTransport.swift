@@ -1,0 +1,79 @@
+// The SDK's requests through URLSession, so the app's ATS settings, proxy, protocol classes and
+// certificate checks apply (FoundationNetworking on Linux).
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An `HttpTransport` on URLSession.
+///
+/// ```swift
+/// let sdk = try SendOnce.shared(config, transport: URLSessionTransport(challenge: pinning))
+/// ```
+///
+/// Redirects are refused (a followed 3xx would send the body elsewhere) and nothing is cached; the SDK's
+/// schedule owns every retry, with the same key and bytes. `challenge` answers server-trust challenges
+/// (certificate pinning); without it the system's default handling applies.
+public final class URLSessionTransport: HttpTransport, @unchecked Sendable {
+    private let session: URLSession
+
+    public init(
+        configuration: URLSessionConfiguration = .ephemeral,
+        challenge: (@Sendable (URLAuthenticationChallenge) -> (URLSession.AuthChallengeDisposition, URLCredential?))? = nil
+    ) {
+        let configuration = configuration
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.urlCache = nil
+        session = URLSession(configuration: configuration, delegate: Delegate(challenge), delegateQueue: nil)
+    }
+
+    deinit {
+        session.invalidateAndCancel()
+    }
+
+    public func send(request: HttpRequest) async throws -> HttpResponse {
+        guard let url = URL(string: request.url) else { throw URLError(.badURL) }
+        var r = URLRequest(url: url)
+        r.httpMethod = request.method
+        for header in request.headers { r.addValue(header.value, forHTTPHeaderField: header.name) }
+        if request.method != "GET" { r.httpBody = request.body }
+        let session = self.session
+        let (data, response): (Data, URLResponse) = try await withCheckedThrowingContinuation { continuation in
+            session.dataTask(with: r) { data, response, error in
+                if let error { return continuation.resume(throwing: error) }
+                guard let response else { return continuation.resume(throwing: URLError(.badServerResponse)) }
+                continuation.resume(returning: (data ?? Data(), response))
+            }.resume()
+        }
+        guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+        let headers = http.allHeaderFields.compactMap { name, value -> HttpHeader? in
+            guard let name = name as? String else { return nil }
+            return HttpHeader(name: name.lowercased(), value: "\(value)")
+        }
+        return HttpResponse(status: UInt16(clamping: http.statusCode), headers: headers, body: data)
+    }
+
+    private final class Delegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+        let challenge: (@Sendable (URLAuthenticationChallenge) -> (URLSession.AuthChallengeDisposition, URLCredential?))?
+
+        init(_ challenge: (@Sendable (URLAuthenticationChallenge) -> (URLSession.AuthChallengeDisposition, URLCredential?))?) {
+            self.challenge = challenge
+        }
+
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+            newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+        ) {
+            completionHandler(nil) // hand the 3xx back: the SDK treats it as "outcome unknown"
+        }
+
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+            completionHandler: @escaping (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+        ) {
+            guard let answer = self.challenge else { return completionHandler(.performDefaultHandling, nil) }
+            let (disposition, credential) = answer(challenge)
+            completionHandler(disposition, credential)
+        }
+    }
+}

@@ -1,0 +1,34 @@
+package io.sendonce.demo
+
+import io.sendonce.AccessToken
+import io.sendonce.DrainSummary
+import io.sendonce.SendOnce
+import io.sendonce.SendOnceConfig
+import java.io.File
+import kotlin.time.Duration
+
+/**
+ * Background sending for the demo: the same shared SDK the screen uses, drained by a WorkManager worker
+ * (`app/.../SendWorker.kt`) while no screen is open. Plain Kotlin, so it is tested on the JVM.
+ */
+object DemoBackground {
+    /** The SDK config of [account]: one database file per demo user, in [filesDir]. */
+    fun config(filesDir: File, account: DemoAccount, options: DemoOptions = DemoOptions()) = SendOnceConfig(
+        baseUrl = account.serverUrl,
+        dbPath = File(filesDir, "sendonce-${account.userId.replace(Regex("[^A-Za-z0-9_-]"), "_")}.db").path,
+        accessToken = AccessToken(account.token),
+        retry = options.retry,
+        requestTimeoutMs = options.requestTimeoutMs,
+        clockSpeed = options.clockSpeed,
+        accountId = account.userId,
+    )
+
+    /**
+     * Sends what is due within [deadline] on the shared instance; `null` when nobody ever signed up here
+     * (nothing to send). Throws `SendOnceException.Busy` when another process holds the file.
+     */
+    suspend fun drain(filesDir: File, serverUrl: String, deadline: Duration, options: DemoOptions = DemoOptions()): DrainSummary? {
+        val account = AccountStore(File(filesDir, DemoViewModel.ACCOUNT_FILE)).account(serverUrl) ?: return null
+        return SendOnce.shared(config(filesDir, account, options)).drain(deadline)
+    }
+}
