@@ -331,33 +331,33 @@ impl Drop for Sdk {
 }
 
 async fn dispatch_listeners(core: Arc<Core>) {
-    let mut events = core.events.subscribe();
-    loop {
-        match events.recv().await {
-            Ok(transfer) => core.notify_listeners(&transfer),
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!(
-                    missed = n,
-                    "listeners fell behind; some intermediate states were skipped"
-                );
-            }
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-        }
-    }
+    let events = core.events.subscribe();
+    dispatch(events, "transfer", |t| core.notify_listeners(t)).await;
 }
 
 async fn dispatch_events(core: Arc<Core>) {
-    let mut events = core.sdk_events.subscribe();
+    let events = core.sdk_events.subscribe();
+    dispatch(events, "event", |e| core.notify_event_listeners(e)).await;
+}
+
+/// Hands every item of `items` to `deliver`, in order, off the sender's path, until the SDK closes.
+async fn dispatch<T: Clone>(
+    mut items: tokio::sync::broadcast::Receiver<T>,
+    kind: &str,
+    deliver: impl Fn(&T),
+) {
+    use tokio::sync::broadcast::error::RecvError;
     loop {
-        match events.recv().await {
-            Ok(event) => core.notify_event_listeners(&event),
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+        match items.recv().await {
+            Ok(item) => deliver(&item),
+            Err(RecvError::Lagged(n)) => {
                 tracing::warn!(
                     missed = n,
-                    "event listeners fell behind; some events were skipped"
+                    kind,
+                    "listeners fell behind; some items were skipped"
                 );
             }
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            Err(RecvError::Closed) => return,
         }
     }
 }

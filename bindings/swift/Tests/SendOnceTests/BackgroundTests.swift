@@ -109,6 +109,35 @@ final class BackgroundTests: XCTestCase {
         XCTAssertEqual(debits.count, 1)
     }
 
+    final class Failing: AccessTokenProvider, @unchecked Sendable {
+        let lock = NSLock()
+        var asked = 0
+        func token(forceRefresh: Bool) async throws -> String? {
+            lock.lock()
+            asked += 1
+            lock.unlock()
+            throw URLError(.userAuthenticationRequired)
+        }
+    }
+
+    func testAProviderThatThrowsParksTheTransferInAuthRequired() async throws {
+        let alice = try await server.createUser("alice", balanceMinor: 1_000_000)
+        let bob = try await server.createUser("bob")
+        let provider = Failing()
+        let sdk = try SendOnce(config: config(alice, token: "expired"), tokenProvider: provider, transport: nil)
+        defer { sdk.close() }
+        let t = try await sdk.sendTransfer(to: bob.id, amountMinor: 1_000, currency: "BDT")
+        for _ in 0..<3000 where try sdk.transfer(t.localId).state != .authRequired {
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        XCTAssertEqual(try sdk.transfer(t.localId).state, .authRequired)
+        XCTAssertEqual(provider.asked, 1)
+        try sdk.setAccessToken(alice.token)
+        let done = try await sdk.outcome(of: t.localId)
+        XCTAssertEqual(done.state, .succeeded)
+        XCTAssertEqual(done.idempotencyKey, t.idempotencyKey)
+    }
+
     func testAnotherAccountIsRefusedAndSignOutRefusesUnlessForced() async throws {
         let alice = try await server.createUser("alice", balanceMinor: 1_000_000)
         let bob = try await server.createUser("bob")

@@ -129,6 +129,29 @@ class BackgroundTest : WithServer() {
     }
 
     @Test
+    fun `a provider that throws parks the transfer in AuthRequired, asked once`() = runBlocking {
+        val alice = server.createUser("alice", 1_000_000)
+        val bob = server.createUser("bob")
+        val asked = Collections.synchronizedList(mutableListOf<Boolean>())
+        val provider = object : AccessTokenProvider {
+            override suspend fun token(forceRefresh: Boolean): String? {
+                asked += forceRefresh
+                throw IllegalStateException("keychain locked")
+            }
+        }
+        SendOnce.open(config(alice, token = "expired"), provider, null).use { sdk ->
+            val t = sdk.sendTransfer(bob.id, 1_000, "BDT")
+            withTimeout(30_000) { while (sdk.transfer(t.localId).state != TransferState.AUTH_REQUIRED) kotlinx.coroutines.delay(10) }
+            assertEquals(listOf(true), asked.toList())
+            assertTrue(server.debits(t.idempotencyKey).isEmpty())
+            // The app signs in again by hand: the same transfer goes on, same key.
+            sdk.setAccessToken(alice.token)
+            assertEquals(TransferState.SUCCEEDED, withTimeout(30_000) { sdk.awaitOutcome(t.localId) }.state)
+            assertEquals(1, server.debits(t.idempotencyKey).size)
+        }
+    }
+
+    @Test
     fun `another account is refused while transfers are unfinished, sign-out refuses unless forced`() = runBlocking {
         val alice = server.createUser("alice", 1_000_000)
         val bob = server.createUser("bob")
