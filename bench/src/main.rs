@@ -141,7 +141,7 @@ fn main() {
                 r,
                 &args.dir,
                 &args.fast_dir,
-                if q { 4 } else { 24 },
+                if q { 4 } else { 48 },
                 if q { 10 } else { 80 },
             ))
         });

@@ -28,6 +28,12 @@ pub fn rss_kib(pid: &str) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// Bytes SQLite has allocated in this process (all connections: page caches, schemas, statements), KiB.
+pub fn sqlite_heap_kib() -> i64 {
+    // SAFETY: a read of SQLite's global memory counter; no arguments, no state.
+    unsafe { rusqlite::ffi::sqlite3_memory_used() / 1024 }
+}
+
 /// Child: opens an SDK (offline profile) in `dir`, confirms `n` transfers, waits until each was
 /// attempted once, and prints its memory as JSON.
 pub fn child_sdk(dir: &Path, n: usize) {
@@ -63,12 +69,14 @@ pub fn child_sdk(dir: &Path, n: usize) {
         tokio::time::sleep(Duration::from_millis(300)).await;
     });
     let (steady, hwm) = rss_kib("self");
+    let sqlite_kib = sqlite_heap_kib();
     let listed = sdk.unfinished_transfers().map(|v| v.len()).unwrap_or(0);
     let (after_list, _) = rss_kib("self");
     println!(
         "{}",
         serde_json::json!({"n": n, "before_open_kib": before, "steady_kib": steady, "hwm_kib": hwm,
             "after_list_kib": after_list, "listed": listed, "attempted": sdk.network_stats().requests,
+            "sqlite_heap_kib": sqlite_kib,
             "seconds": started.elapsed().as_secs_f64()})
     );
     sdk.close();
