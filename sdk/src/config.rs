@@ -65,6 +65,19 @@ pub struct SdkConfig {
     pub unsafe_legacy_classify: bool,
     /// How long a finished transfer stays on the device (SDK clock), counted from when it ended.
     pub retention: Duration,
+    /// Deterministic simulations only (`sendonce-sim ride`): never set by an app.
+    pub deterministic: Option<Deterministic>,
+}
+
+/// What a deterministic simulation replaces, so a seed replays the same ride: the runtime the SDK's
+/// tasks run on, where its blocking writes run, and where its keys come from.
+#[derive(Clone)]
+pub struct Deterministic {
+    /// Every task of the SDK runs here (a current-thread runtime with a paused clock); blocking store
+    /// writes run inline on it instead of on a thread pool.
+    pub runtime: tokio::runtime::Handle,
+    /// Mints idempotency keys (seeded: a key's bytes seed its retry jitter). Keys must stay unique.
+    pub mint_key: Arc<dyn Fn() -> String + Send + Sync>,
 }
 
 impl std::fmt::Debug for SdkConfig {
@@ -81,6 +94,7 @@ impl std::fmt::Debug for SdkConfig {
             .field("request_timeout", &self.request_timeout)
             .field("network_profile", &self.network_profile)
             .field("retention", &self.retention)
+            .field("deterministic", &self.deterministic.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +125,7 @@ impl SdkConfig {
                 unsafe_new_key_per_retry: false,
                 unsafe_legacy_classify: false,
                 retention: DEFAULT_RETENTION,
+                deterministic: None,
             },
         }
     }
@@ -304,6 +319,11 @@ impl SdkConfigBuilder {
     /// How long finished transfers are kept (default 30 days; 1 hour to 10 years).
     pub fn retention(mut self, retention: Duration) -> Self {
         self.config.retention = retention;
+        self
+    }
+    /// Deterministic simulations only: the runtime, inline writes and seeded keys of [`Deterministic`].
+    pub fn deterministic(mut self, hooks: Deterministic) -> Self {
+        self.config.deterministic = Some(hooks);
         self
     }
     /// Finishes the configuration.

@@ -51,13 +51,19 @@ impl Sdk {
         if config.access_token.is_some() {
             recovered.extend(store.resume_auth(now)?);
         }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("sendonce")
-            .enable_all()
-            .build()
-            .map_err(|e| SdkError::Internal(format!("could not start the runtime: {e}")))?;
-        let handle = runtime.handle().clone();
+        let (runtime, handle) = match &config.deterministic {
+            Some(d) => (None, d.runtime.clone()),
+            None => {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("sendonce")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| SdkError::Internal(format!("could not start the runtime: {e}")))?;
+                let handle = runtime.handle().clone();
+                (Some(runtime), handle)
+            }
+        };
         let profile = config.network_profile.clone();
         let core = Arc::new(Core::new(store, config, transport));
         // At open, before the first call: the history a UI lists is already within the retention.
@@ -71,7 +77,7 @@ impl Sdk {
         Ok(Self {
             core,
             handle,
-            runtime: Mutex::new(Some(runtime)),
+            runtime: Mutex::new(runtime),
             tasks: Mutex::new(vec![sender, dispatcher]),
         })
     }
@@ -291,23 +297,32 @@ pub(crate) async fn persist(
     request: TransferRequest,
 ) -> Result<Transfer> {
     request.validate()?;
+    if core.config.deterministic.is_some() {
+        // A simulation's one thread: a pool thread would make the order of events depend on the OS.
+        return commit_new(core, request);
+    }
     let owner = core;
     let core = core.clone();
     handle
-        .spawn_blocking(move || {
-            let local_id = uuid::Uuid::now_v7().to_string();
-            let key = mint_key();
-            let mono = core.clock.monotonic_ms();
-            let transfer = core.store.insert(&local_id, &key, &request, core.clock.now_ms())?;
-            // Its sending time starts now, not when this instance opened.
-            core.mark_elapsed(&local_id, mono);
-            tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor, "transfer persisted");
-            core.publish(transfer.clone());
-            core.wake.notify_one();
-            Ok(transfer)
-        })
+        .spawn_blocking(move || commit_new(&core, request))
         .await
         .map_err(|e| joined(owner, e))?
+}
+
+/// Mints the key and commits transfer + key + body (blocking).
+fn commit_new(core: &Arc<Core>, request: TransferRequest) -> Result<Transfer> {
+    let local_id = uuid::Uuid::now_v7().to_string();
+    let key = mint_key(&core.config);
+    let mono = core.clock.monotonic_ms();
+    let transfer = core
+        .store
+        .insert(&local_id, &key, &request, core.clock.now_ms())?;
+    // Its sending time starts now, not when this instance opened.
+    core.mark_elapsed(&local_id, mono);
+    tracing::info!(local_id = %transfer.local_id, key = %transfer.idempotency_key, amount = transfer.amount_minor, "transfer persisted");
+    core.publish(transfer.clone());
+    core.wake.notify_one();
+    Ok(transfer)
 }
 
 /// A task of the SDK's runtime that did not finish: cut off by `close()` (say so), or a caught panic.

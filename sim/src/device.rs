@@ -1,19 +1,22 @@
 //! One phone of a ride: its SDK instance (killed and reopened at random), its user's taps, its clock.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sendonce::{
-    Clock, NetsimStats, NetworkProfile, Sdk, SdkConfig, SimClock, Transfer, TransferListener,
+    Clock, Deterministic, NetsimStats, NetworkProfile, Sdk, SdkConfig, Transfer, TransferListener,
     TransferRequest, TransferState,
 };
 
+use crate::backend::{phone_transport, ServerLink};
+use crate::clock::PhoneClock;
 use crate::proxy::GarbageProxy;
 use crate::rng::Rng;
 use crate::tap::{SharedWireLog, Tap};
+use crate::timeline::{mark_of_state, Mark, SharedTimeline};
 
 /// Currency of every ride.
 pub const CURRENCY: &str = "BDT";
@@ -25,10 +28,14 @@ const REAL_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub const STRANDED_JUMP_MS: i64 = 25 * 3600 * 1000;
 
 /// What every phone of a ride shares.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Plan {
     /// Server base URL.
     pub base_url: String,
+    /// The way to the server in a deterministic ride (`None`: real HTTP per SDK instance).
+    pub link: Option<Arc<dyn ServerLink>>,
+    /// Every event of the ride, for the timeline.
+    pub timeline: SharedTimeline,
     /// Profile during the ride.
     pub profile: NetworkProfile,
     /// Ride seed.
@@ -82,12 +89,20 @@ pub struct Seen {
 }
 
 /// Listener registered on every SDK instance of the phone.
-#[derive(Default)]
-pub struct KeyLog(Mutex<HashMap<String, Seen>>);
+pub struct KeyLog {
+    seen: Mutex<BTreeMap<String, Seen>>,
+    phone: usize,
+    clock: Arc<PhoneClock>,
+    timeline: SharedTimeline,
+}
 
 impl TransferListener for KeyLog {
     fn on_transfer_changed(&self, transfer: Transfer) {
-        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(mark) = mark_of_state(transfer.state, transfer.last_error.as_deref()) {
+            self.timeline
+                .record(Some(self.phone), self.clock.ride_ms(), mark);
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         let entry = seen.entry(transfer.local_id).or_default();
         entry.keys.insert(transfer.idempotency_key);
         entry.needed_attention |= transfer.state == TransferState::NeedsAttention;
@@ -108,7 +123,9 @@ pub struct Device {
     token: String,
     db_path: PathBuf,
     /// The phone's clock (simulated, fast).
-    pub clock: Arc<SimClock>,
+    pub clock: Arc<PhoneClock>,
+    /// Mints the phone's idempotency keys in a deterministic ride (across every SDK instance).
+    keys: Arc<Mutex<Rng>>,
     sdk: Option<Sdk>,
     log: Arc<KeyLog>,
     wire: SharedWireLog,
@@ -137,6 +154,10 @@ pub struct Device {
     pub retaps_after_restart: u32,
     /// Times the phone's clock was changed during the ride.
     pub clock_jumps: u32,
+    /// Ride time when the signal was lost for good (stranded phones).
+    pub signal_lost_at: Option<i64>,
+    /// Every clock change: (ride time, ms).
+    pub jumps: Vec<(i64, i64)>,
 }
 
 impl Device {
@@ -150,14 +171,22 @@ impl Device {
         plan: Arc<Plan>,
         wire: SharedWireLog,
     ) -> Self {
+        let clock = Arc::new(PhoneClock::new(start_ms, plan.speed));
+        let log = Arc::new(KeyLog {
+            seen: Mutex::default(),
+            phone: index,
+            clock: clock.clone(),
+            timeline: plan.timeline.clone(),
+        });
         Self {
             index,
             user_id,
             token,
             db_path: dir.join(format!("phone-{index}.db")),
-            clock: Arc::new(SimClock::new(start_ms, plan.speed)),
+            keys: Arc::new(Mutex::new(Rng::new(plan.seed, 90_000 + index as u64))),
+            clock,
             sdk: None,
-            log: Arc::default(),
+            log,
             wire,
             plan,
             kills: 0,
@@ -172,7 +201,15 @@ impl Device {
             impatient_checks: 0,
             retaps_after_restart: 0,
             clock_jumps: 0,
+            signal_lost_at: None,
+            jumps: Vec::new(),
         }
+    }
+
+    fn record(&self, mark: Mark) {
+        self.plan
+            .timeline
+            .record(Some(self.index), self.clock.ride_ms(), mark);
     }
 
     fn sdk(&self) -> Result<&Sdk> {
@@ -181,14 +218,27 @@ impl Device {
 
     /// Opens (or reopens) the SDK on the phone's file and switches the ride's network profile on.
     pub async fn open(&mut self) -> Result<()> {
-        let config = SdkConfig::builder(self.plan.base_url.clone(), self.db_path.clone())
+        let mut config = SdkConfig::builder(self.plan.base_url.clone(), self.db_path.clone())
             .access_token(self.token.clone())
             .clock(self.clock.clone())
             .request_timeout(REAL_REQUEST_TIMEOUT)
             .unsafe_new_key_per_retry(self.plan.new_key_per_retry)
-            .unsafe_legacy_classify(self.plan.legacy_classify)
-            .build()?;
-        let tap = Tap::new(self.wire.clone(), REAL_REQUEST_TIMEOUT)?;
+            .unsafe_legacy_classify(self.plan.legacy_classify);
+        if self.plan.link.is_some() {
+            let keys = self.keys.clone();
+            config = config.deterministic(Deterministic {
+                runtime: tokio::runtime::Handle::current(),
+                mint_key: Arc::new(move || seeded_key(&keys)),
+            });
+        }
+        let config = config.build()?;
+        let tap = Tap::new(
+            phone_transport(self.plan.link.as_ref(), REAL_REQUEST_TIMEOUT)?,
+            self.wire.clone(),
+            self.index,
+            self.clock.clone(),
+            self.plan.timeline.clone(),
+        );
         // A fresh stream per open, so a reopened phone does not repeat the same pages.
         let stream = self.index as u64 * 1_000 + u64::from(self.kills);
         let tap = Arc::new(GarbageProxy::new(
@@ -198,8 +248,12 @@ impl Device {
             self.plan.seed,
             stream,
         ));
-        let sdk =
-            tokio::task::spawn_blocking(move || Sdk::open_with_transport(config, tap)).await??;
+        let sdk = if self.plan.link.is_some() {
+            // A deterministic ride's one thread: a pool thread would let the OS order events.
+            Sdk::open_with_transport(config, tap)?
+        } else {
+            tokio::task::spawn_blocking(move || Sdk::open_with_transport(config, tap)).await??
+        };
         sdk.add_listener(self.log.clone());
         let profile = if self.signal_lost {
             NetworkProfile::Offline
@@ -217,6 +271,7 @@ impl Device {
             self.add_net(sdk.network_stats());
             sdk.close();
             self.kills += 1;
+            self.record(Mark::Kill);
         }
     }
 
@@ -250,6 +305,8 @@ impl Device {
         for t in 0..plan.transfers {
             if t as i64 == strand_at {
                 self.signal_lost = true;
+                self.signal_lost_at = Some(self.clock.ride_ms());
+                self.record(Mark::SignalLost);
                 self.sdk()?
                     .set_network_profile(NetworkProfile::Offline, 0)?;
             }
@@ -299,6 +356,8 @@ impl Device {
                 self.clock.jump(jump);
                 tap_at += jump; // the user's pace does not change with the clock
                 self.clock_jumps += 1;
+                self.jumps.push((self.clock.ride_ms(), jump));
+                self.record(Mark::ClockJump(jump));
             }
         }
         Ok(())
@@ -410,6 +469,8 @@ impl Device {
         }
         if self.stranded {
             self.clock.jump(STRANDED_JUMP_MS);
+            self.jumps.push((self.clock.ride_ms(), STRANDED_JUMP_MS));
+            self.record(Mark::ClockJump(STRANDED_JUMP_MS));
         }
         let stats = self.sdk()?.network_stats();
         self.add_net(stats);
@@ -455,12 +516,17 @@ impl Device {
     }
 
     /// Every transfer on the phone and what the listener saw of each; closes the SDK.
-    pub fn finish(&mut self) -> Result<(Vec<Transfer>, HashMap<String, Seen>)> {
+    pub fn finish(&mut self) -> Result<(Vec<Transfer>, BTreeMap<String, Seen>)> {
         let transfers = self.sdk()?.transfers()?;
         if let Some(sdk) = self.sdk.take() {
             sdk.close();
         }
-        let seen = self.log.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let seen = self
+            .log
+            .seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         Ok((transfers, seen))
     }
 
@@ -471,9 +537,40 @@ impl Device {
 }
 
 /// Ids of the transfers that needed attention.
-pub fn needed_attention(seen: &HashMap<String, Seen>) -> HashSet<String> {
+pub fn needed_attention(seen: &BTreeMap<String, Seen>) -> BTreeSet<String> {
     seen.iter()
         .filter(|(_, s)| s.needed_attention)
         .map(|(id, _)| id.clone())
         .collect()
+}
+
+/// A UUID v4 from the phone's seeded stream: unique within the ride, the same on every run.
+fn seeded_key(keys: &Mutex<Rng>) -> String {
+    let mut rng = keys.lock().unwrap_or_else(|p| p.into_inner());
+    let bits = (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64());
+    uuid_v4(bits)
+}
+
+fn uuid_v4(bits: u128) -> String {
+    // Version 4 and the RFC 4122 variant, as a minted key would carry.
+    let b = (bits & !(0xF << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
+    let hex = format!("{b:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn seeded_keys_look_like_v4_uuids() {
+        let key = super::uuid_v4(u128::MAX);
+        assert_eq!(key, "ffffffff-ffff-4fff-bfff-ffffffffffff");
+        assert_eq!(super::uuid_v4(0), "00000000-0000-4000-8000-000000000000");
+    }
 }

@@ -1,8 +1,10 @@
 //! `sendonce-sim`: whole rides on a simulated train against the embedded mock server, and the
 //! checker of DESIGN.md's invariants (no double debit, nothing lost, device = server, money conserved).
 
+pub mod backend;
 pub mod checker;
 pub mod cli;
+pub mod clock;
 pub mod dashboard;
 pub mod device;
 pub mod proxy;
@@ -10,8 +12,10 @@ pub mod report;
 pub mod ride;
 pub mod rng;
 pub mod server;
+pub mod svg;
 pub mod tap;
 pub mod testapi;
+pub mod timeline;
 
 pub use report::Report;
 pub use ride::{run, RideConfig};
