@@ -1,6 +1,7 @@
 //! `sendonce-sim`: whole rides on a simulated train against the embedded mock server, and the
 //! checker of DESIGN.md's invariants (no double debit, nothing lost, device = server, money conserved).
 
+pub mod aliases;
 pub mod backend;
 pub mod checker;
 pub mod cli;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use sendonce::{Clock, NetworkProfile, SystemClock, TransferState};
 
+use crate::aliases::Aliases;
 use crate::backend::{self, Determinism, Kind};
 use crate::checker::{check, PhoneView, ServerView};
 use crate::clock::PhoneClock;
@@ -337,7 +338,11 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     tracing::info!("server stopped");
 
     let wire = std::mem::take(&mut *wire.lock().unwrap_or_else(|p| p.into_inner()));
-    let verdicts = check(&phones, &server_view, &wire);
+    let mut verdicts = check(&phones, &server_view, &wire);
+    if determinism == Determinism::Deterministic {
+        let users: Vec<String> = accounts.iter().map(|a| a.user_id.clone()).collect();
+        Aliases::of_ride(&phones, &server_view, &users).rename(&mut verdicts);
+    }
     if let Some(path) = &cfg.timeline {
         let lanes = crate::timeline::lanes(&plan, &devices, start_ms, &timeline.events());
         let title = format!(

@@ -135,7 +135,7 @@ fn shape(mark: &Mark, cx: f64, cy: f64) -> String {
                 (200..=299, _) => "#2a9d2a",
                 (409, _) => "#f39c12",
                 (500..=599, _) => "#d62828",
-                _ => "#8e44ad",
+                _ => "#a0522d",
             };
             format!(
                 r#"<circle cx="{cx:.1}" cy="{:.1}" r="3" fill="{fill}"/>"#,
@@ -229,7 +229,7 @@ fn legend(o: &mut String, y: f64) {
                 status: 402,
                 replayed: false,
             },
-            "other",
+            "402, other 4xx",
         ),
         (Mark::Dropped, "dropped by server"),
         (Mark::Lost, "lost / timeout"),
