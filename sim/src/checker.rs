@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use sendonce::{Transfer, TransferState};
 use serde::Serialize;
 
-use crate::device::{Intent, Seen};
+use crate::device::Intent;
+use crate::seen::Seen;
 use crate::tap::WireLog;
 
 mod answers;

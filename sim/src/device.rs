@@ -1,22 +1,23 @@
 //! One phone of a ride: its SDK instance (killed and reopened at random), its user's taps, its clock.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sendonce::{
-    Clock, Deterministic, NetsimStats, NetworkProfile, Sdk, SdkConfig, Transfer, TransferListener,
+    Clock, Deterministic, NetsimStats, NetworkProfile, Sdk, SdkConfig, SimClock, Transfer,
     TransferRequest, TransferState,
 };
 
 use crate::backend::{phone_transport, ServerLink};
-use crate::clock::PhoneClock;
+use crate::keys::seeded_key;
 use crate::proxy::GarbageProxy;
 use crate::rng::Rng;
+use crate::seen::{KeyLog, Seen};
 use crate::tap::{SharedWireLog, Tap};
-use crate::timeline::{mark_of_state, Mark, SharedTimeline};
+use crate::timeline::{Mark, SharedTimeline};
 
 /// Currency of every ride.
 pub const CURRENCY: &str = "BDT";
@@ -75,45 +76,6 @@ pub struct Intent {
     pub local_id: String,
 }
 
-/// What the listener saw of one transfer over its whole life (across restarts).
-#[derive(Debug, Default, Clone)]
-pub struct Seen {
-    /// Every key it was ever sent with.
-    pub keys: BTreeSet<String>,
-    /// It reached NeedsAttention at least once.
-    pub needed_attention: bool,
-    /// The first final state it reached.
-    pub first_final: Option<TransferState>,
-    /// States it was seen in after that (a final state must never change).
-    pub after_final: Vec<TransferState>,
-}
-
-/// Listener registered on every SDK instance of the phone.
-pub struct KeyLog {
-    seen: Mutex<BTreeMap<String, Seen>>,
-    phone: usize,
-    clock: Arc<PhoneClock>,
-    timeline: SharedTimeline,
-}
-
-impl TransferListener for KeyLog {
-    fn on_transfer_changed(&self, transfer: Transfer) {
-        if let Some(mark) = mark_of_state(transfer.state, transfer.last_error.as_deref()) {
-            self.timeline
-                .record(Some(self.phone), self.clock.ride_ms(), mark);
-        }
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = seen.entry(transfer.local_id).or_default();
-        entry.keys.insert(transfer.idempotency_key);
-        entry.needed_attention |= transfer.state == TransferState::NeedsAttention;
-        match entry.first_final {
-            Some(state) if state != transfer.state => entry.after_final.push(transfer.state),
-            None if transfer.state.is_final() => entry.first_final = Some(transfer.state),
-            _ => {}
-        }
-    }
-}
-
 /// One phone.
 pub struct Device {
     /// Index in the ride (also the user's seed stream).
@@ -123,7 +85,7 @@ pub struct Device {
     token: String,
     db_path: PathBuf,
     /// The phone's clock (simulated, fast).
-    pub clock: Arc<PhoneClock>,
+    pub clock: Arc<SimClock>,
     /// Mints the phone's idempotency keys in a deterministic ride (across every SDK instance).
     keys: Arc<Mutex<Rng>>,
     sdk: Option<Sdk>,
@@ -171,7 +133,7 @@ impl Device {
         plan: Arc<Plan>,
         wire: SharedWireLog,
     ) -> Self {
-        let clock = Arc::new(PhoneClock::new(start_ms, plan.speed));
+        let clock = Arc::new(SimClock::new(start_ms, plan.speed));
         let log = Arc::new(KeyLog {
             seen: Mutex::default(),
             phone: index,
@@ -209,7 +171,7 @@ impl Device {
     fn record(&self, mark: Mark) {
         self.plan
             .timeline
-            .record(Some(self.index), self.clock.ride_ms(), mark);
+            .record(Some(self.index), self.clock.monotonic_ms(), mark);
     }
 
     fn sdk(&self) -> Result<&Sdk> {
@@ -305,7 +267,7 @@ impl Device {
         for t in 0..plan.transfers {
             if t as i64 == strand_at {
                 self.signal_lost = true;
-                self.signal_lost_at = Some(self.clock.ride_ms());
+                self.signal_lost_at = Some(self.plan.timeline.at(self.clock.monotonic_ms()));
                 self.record(Mark::SignalLost);
                 self.sdk()?
                     .set_network_profile(NetworkProfile::Offline, 0)?;
@@ -356,7 +318,8 @@ impl Device {
                 self.clock.jump(jump);
                 tap_at += jump; // the user's pace does not change with the clock
                 self.clock_jumps += 1;
-                self.jumps.push((self.clock.ride_ms(), jump));
+                self.jumps
+                    .push((self.plan.timeline.at(self.clock.monotonic_ms()), jump));
                 self.record(Mark::ClockJump(jump));
             }
         }
@@ -469,7 +432,10 @@ impl Device {
         }
         if self.stranded {
             self.clock.jump(STRANDED_JUMP_MS);
-            self.jumps.push((self.clock.ride_ms(), STRANDED_JUMP_MS));
+            self.jumps.push((
+                self.plan.timeline.at(self.clock.monotonic_ms()),
+                STRANDED_JUMP_MS,
+            ));
             self.record(Mark::ClockJump(STRANDED_JUMP_MS));
         }
         let stats = self.sdk()?.network_stats();
@@ -533,44 +499,5 @@ impl Device {
     /// Simulated time of the phone now.
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()
-    }
-}
-
-/// Ids of the transfers that needed attention.
-pub fn needed_attention(seen: &BTreeMap<String, Seen>) -> BTreeSet<String> {
-    seen.iter()
-        .filter(|(_, s)| s.needed_attention)
-        .map(|(id, _)| id.clone())
-        .collect()
-}
-
-/// A UUID v4 from the phone's seeded stream: unique within the ride, the same on every run.
-fn seeded_key(keys: &Mutex<Rng>) -> String {
-    let mut rng = keys.lock().unwrap_or_else(|p| p.into_inner());
-    let bits = (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64());
-    uuid_v4(bits)
-}
-
-fn uuid_v4(bits: u128) -> String {
-    // Version 4 and the RFC 4122 variant, as a minted key would carry.
-    let b = (bits & !(0xF << 76) | (0x4 << 76)) & !(0x3 << 62) | (0x2 << 62);
-    let hex = format!("{b:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn seeded_keys_look_like_v4_uuids() {
-        let key = super::uuid_v4(u128::MAX);
-        assert_eq!(key, "ffffffff-ffff-4fff-bfff-ffffffffffff");
-        assert_eq!(super::uuid_v4(0), "00000000-0000-4000-8000-000000000000");
     }
 }

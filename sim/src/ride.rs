@@ -6,16 +6,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use sendonce::{Clock, NetworkProfile, SystemClock, TransferState};
+use sendonce::{Clock, NetworkProfile, SimClock, SystemClock, TransferState};
 
 use crate::aliases::Aliases;
 use crate::backend::{self, Determinism, Kind};
 use crate::checker::{check, PhoneView, ServerView};
-use crate::clock::PhoneClock;
 use crate::dashboard;
-use crate::device::{needed_attention, Device, Plan, CURRENCY};
+use crate::device::{Device, Plan, CURRENCY};
 use crate::report::{percentile, RealTime, Report};
 use crate::rng::Rng;
+use crate::seen::needed_attention;
 use crate::server::{self, Chaos, ServerFaults};
 use crate::tap::{SharedWireLog, WireLog};
 use crate::testapi::TestApi;
@@ -148,7 +148,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         backend::start(kind, &dir.path().join("server.db"), &cfg.server, start_ms).await?;
     let determinism = server.determinism();
     let api = TestApi::new(server.link());
-    let timeline: SharedTimeline = Arc::new(Timeline::default());
+    let timeline: SharedTimeline = Arc::new(Timeline::new(start_ms));
 
     let mut rng = Rng::new(cfg.seed, 0);
     let pool = api.create_user("recipient pool", 0, CURRENCY).await?;
@@ -206,7 +206,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         pool: pool.user_id,
     });
     let wire: SharedWireLog = Arc::new(Mutex::new(WireLog::default()));
-    let ride_clock = Arc::new(PhoneClock::new(start_ms, cfg.speed));
+    let ride_clock = Arc::new(SimClock::new(start_ms, cfg.speed));
 
     // How late timers fire while a real-time ride runs: at N x speed, every ms late is N ms of
     // simulated time. (A deterministic ride's clock is simulated: nothing to measure.)
@@ -288,7 +288,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
 
     // The network comes back (and the server heals); every phone settles.
     let settle_start = Instant::now();
-    timeline.record(None, ride_clock.ride_ms(), Mark::Settle);
+    timeline.record(None, ride_clock.monotonic_ms(), Mark::Settle);
     api.clear_faults().await?;
     let mut tasks = Vec::new();
     for mut device in devices {

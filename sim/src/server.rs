@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
+use sendonce::{Clock, SimClock};
 use serde_json::{json, Value};
 use server_mock::ServerConfig;
 
 use crate::backend::{Backend, Kind};
-use crate::clock::PhoneClock;
 use crate::timeline::{Mark, SharedTimeline};
 
 use crate::rng::Rng;
@@ -114,7 +114,7 @@ pub async fn chaos(
     faults: &ServerFaults,
     faults_patch: &Value,
     seed: u64,
-    (timeline, clock): (&SharedTimeline, &PhoneClock),
+    (timeline, clock): (&SharedTimeline, &SimClock),
     mut stop: tokio::sync::oneshot::Receiver<()>,
 ) -> Result<Chaos> {
     let mut rng = Rng::new(seed, 7_777);
@@ -133,7 +133,7 @@ pub async fn chaos(
             server.kill_and_restart().await?;
             api.put_faults(faults_patch).await?;
             done.kills += 1;
-            timeline.record(None, clock.ride_ms(), Mark::ServerKill);
+            timeline.record(None, clock.monotonic_ms(), Mark::ServerKill);
         }
         if rng.chance(faults.clock_jump_rate) {
             let ms = rng.range(1_000, 3_600_000) * if rng.chance(0.5) { 1 } else { -1 };
@@ -141,7 +141,7 @@ pub async fn chaos(
             if api.jump_clock(ms).await.is_ok() {
                 let _ = api.reap().await;
                 done.clock_jumps += 1;
-                timeline.record(None, clock.ride_ms(), Mark::ServerClockJump(ms));
+                timeline.record(None, clock.monotonic_ms(), Mark::ServerClockJump(ms));
             }
         }
     }

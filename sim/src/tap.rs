@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use sendonce::transport::{
     BoxFuture, HttpRequest, HttpResponse, Method, Transport, TransportError,
 };
+use sendonce::{Clock, SimClock};
 // tokio's instant: simulated on a deterministic ride's paused clock.
 use tokio::time::Instant;
 
-use crate::clock::PhoneClock;
 use crate::timeline::{Mark, SharedTimeline};
 
 /// What one request carried.
@@ -118,7 +118,7 @@ pub struct Tap {
     inner: Arc<dyn Transport>,
     log: SharedWireLog,
     phone: usize,
-    clock: Arc<PhoneClock>,
+    clock: Arc<SimClock>,
     timeline: SharedTimeline,
 }
 
@@ -128,7 +128,7 @@ impl Tap {
         inner: Arc<dyn Transport>,
         log: SharedWireLog,
         phone: usize,
-        clock: Arc<PhoneClock>,
+        clock: Arc<SimClock>,
         timeline: SharedTimeline,
     ) -> Self {
         Self {
@@ -202,7 +202,7 @@ impl Tap {
             Err(_) => Mark::Dropped,
         };
         self.timeline
-            .record(Some(self.phone), self.clock.ride_ms(), mark);
+            .record(Some(self.phone), self.clock.monotonic_ms(), mark);
     }
 }
 

@@ -52,15 +52,33 @@ pub struct Event {
 
 /// Every event of a ride, in the order they were recorded.
 #[derive(Debug, Default)]
-pub struct Timeline(Mutex<Vec<Event>>);
+pub struct Timeline {
+    events: Mutex<Vec<Event>>,
+    /// Simulated time when the ride started: every clock of the ride starts there.
+    start_ms: i64,
+}
 
 /// Shared by the phones, their taps and listeners, and the chaos loop.
 pub type SharedTimeline = Arc<Timeline>;
 
 impl Timeline {
-    /// Records `mark` on `phone`'s lane at `at_ms`.
-    pub fn record(&self, phone: Option<usize>, at_ms: i64, mark: Mark) {
-        self.0
+    /// An empty timeline for a ride whose clocks start at `start_ms`.
+    pub fn new(start_ms: i64) -> Self {
+        Self {
+            events: Mutex::default(),
+            start_ms,
+        }
+    }
+
+    /// Ride time of a clock's monotonic reading (its jumps left out).
+    pub fn at(&self, monotonic_ms: i64) -> i64 {
+        monotonic_ms - self.start_ms
+    }
+
+    /// Records `mark` on `phone`'s lane when a ride clock's monotonic time reads `monotonic_ms`.
+    pub fn record(&self, phone: Option<usize>, monotonic_ms: i64, mark: Mark) {
+        let at_ms = self.at(monotonic_ms);
+        self.events
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(Event { phone, at_ms, mark });
@@ -68,7 +86,10 @@ impl Timeline {
 
     /// A copy of every event so far.
     pub fn events(&self) -> Vec<Event> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
