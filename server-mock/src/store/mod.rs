@@ -8,7 +8,8 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+// tokio's instant: the real one, except in a deterministic ride (paused clock).
+use tokio::time::Instant;
 
 use serde::Serialize;
 
@@ -302,6 +303,12 @@ pub async fn open(db: &str, pool_size: usize, instance: Instance) -> Result<Shar
             .map_err(|e| DbError::Task(e.to_string()))??;
         Ok(Arc::new(store))
     }
+}
+
+/// Opens the SQLite file `db` with every call inline on the caller's thread (deterministic rides:
+/// see [`crate::db::Db::open_inline`]).
+pub fn open_inline(db: &str, instance: Instance) -> Result<SharedStore, DbError> {
+    Ok(Arc::new(sqlite::SqliteStore::open_inline(db, instance)?))
 }
 
 #[cfg(test)]
