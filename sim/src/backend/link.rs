@@ -55,17 +55,8 @@ impl ServerLink for HttpLink {
                 .send()
                 .await
                 .map_err(|e| TransportError::Connection(e.to_string()))?;
-            let status = response.status().as_u16();
-            let headers = header_pairs(response.headers());
-            let body = response
-                .bytes()
-                .await
-                .map_err(|e| TransportError::Connection(e.to_string()))?;
-            Ok(HttpResponse {
-                status,
-                headers,
-                body: body.to_vec(),
-            })
+            let (status, headers) = (response.status(), header_pairs(response.headers()));
+            answer(status, headers, response.bytes().await)
         })
     }
 }
@@ -97,19 +88,29 @@ impl ServerLink for RouterLink {
                 Ok(r) => r,
                 Err(never) => match never {},
             };
-            let status = response.status().as_u16();
-            let headers = header_pairs(response.headers());
+            let (status, headers) = (response.status(), header_pairs(response.headers()));
             // A body that fails is the server dropping the connection (a fault it injects).
-            let body = axum::body::to_bytes(response.into_body(), usize::MAX)
-                .await
-                .map_err(|e| TransportError::Connection(e.to_string()))?;
-            Ok(HttpResponse {
+            answer(
                 status,
                 headers,
-                body: body.to_vec(),
-            })
+                axum::body::to_bytes(response.into_body(), usize::MAX).await,
+            )
         })
     }
+}
+
+/// The answer, or the connection error a failed body is.
+fn answer<E: std::fmt::Display>(
+    status: axum::http::StatusCode,
+    headers: Vec<(String, String)>,
+    body: Result<axum::body::Bytes, E>,
+) -> Result<HttpResponse, TransportError> {
+    let body = body.map_err(|e| TransportError::Connection(e.to_string()))?;
+    Ok(HttpResponse {
+        status: status.as_u16(),
+        headers,
+        body: body.to_vec(),
+    })
 }
 
 fn header_pairs(headers: &axum::http::HeaderMap) -> Vec<(String, String)> {
