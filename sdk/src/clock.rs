@@ -42,9 +42,12 @@ impl Clock for SystemClock {
 }
 
 /// A clock that runs `speed` times faster than real time and can jump.
+///
+/// It counts tokio's time (the real time, except on a runtime whose clock is paused: a
+/// deterministic simulation's), so simulated time and the SDK's timers agree.
 #[derive(Debug)]
 pub struct SimClock {
-    origin: Instant,
+    origin: tokio::time::Instant,
     origin_ms: i64,
     speed: f64,
     jumped_ms: AtomicI64,
@@ -54,7 +57,7 @@ impl SimClock {
     /// A clock starting at `start_ms` running `speed` times faster than real time.
     pub fn new(start_ms: i64, speed: f64) -> Self {
         Self {
-            origin: Instant::now(),
+            origin: tokio::time::Instant::now(),
             origin_ms: start_ms,
             speed: speed.max(1e-3),
             jumped_ms: AtomicI64::new(0),

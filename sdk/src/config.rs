@@ -77,6 +77,19 @@ pub struct SdkConfig {
     pub background_wake_window: Duration,
     /// Opt-in: log lines may name the recipient and the note (never the token); events never do.
     pub log_personal_data: bool,
+    /// Deterministic simulations only (`sendonce-sim ride`): never set by an app.
+    pub deterministic: Option<Deterministic>,
+}
+
+/// What a deterministic simulation replaces, so a seed replays the same ride: the runtime the SDK's
+/// tasks run on, where its blocking writes run, and where its keys come from.
+#[derive(Clone)]
+pub struct Deterministic {
+    /// Every task of the SDK runs here (a current-thread runtime with a paused clock); blocking store
+    /// writes run inline on it instead of on a thread pool.
+    pub runtime: tokio::runtime::Handle,
+    /// Mints idempotency keys (seeded: a key's bytes seed its retry jitter). Keys must stay unique.
+    pub mint_key: Arc<dyn Fn() -> String + Send + Sync>,
 }
 
 impl std::fmt::Debug for SdkConfig {
@@ -95,6 +108,7 @@ impl std::fmt::Debug for SdkConfig {
             .field("retention", &self.retention)
             .field("account_id", &self.account_id.as_ref().map(|_| Redacted))
             .field("token_provider", &self.token_provider.is_some())
+            .field("deterministic", &self.deterministic.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -130,6 +144,7 @@ impl SdkConfig {
                 account_id: None,
                 background_wake_window: DEFAULT_WAKE_WINDOW,
                 log_personal_data: false,
+                deterministic: None,
             },
         }
     }
@@ -365,6 +380,11 @@ impl SdkConfigBuilder {
     /// Opt-in: recipient and note may appear in log lines (never the token; events never carry them).
     pub fn log_personal_data(mut self, on: bool) -> Self {
         self.config.log_personal_data = on;
+        self
+    }
+    /// Deterministic simulations only: the runtime, inline writes and seeded keys of [`Deterministic`].
+    pub fn deterministic(mut self, hooks: Deterministic) -> Self {
+        self.config.deterministic = Some(hooks);
         self
     }
     /// Finishes the configuration.

@@ -65,6 +65,8 @@ pub(crate) struct Core {
     pub refresh_wake: Notify,
     /// False while the host app says it is in the background: network wake-ups are spread then.
     in_foreground: AtomicBool,
+    /// Attempts running now: `close` cuts them off even on a runtime the SDK does not own.
+    attempts: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 /// How often (SDK clock) the sender prunes finished transfers: each prune is one indexed query.
@@ -81,9 +83,12 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A fresh idempotency key: UUID v4, 122 random bits.
-pub(crate) fn mint_key() -> String {
-    uuid::Uuid::new_v4().to_string()
+/// A fresh idempotency key: UUID v4, 122 random bits (or the simulation's seeded one).
+pub(crate) fn mint_key(config: &SdkConfig) -> String {
+    match &config.deterministic {
+        Some(d) => (d.mint_key)(),
+        None => uuid::Uuid::new_v4().to_string(),
+    }
 }
 
 impl Core {
@@ -123,6 +128,7 @@ impl Core {
             listeners: RwLock::new(Vec::new()),
             next_listener: AtomicU64::new(1),
             last_prune_ms: AtomicI64::new(i64::MIN),
+            attempts: Mutex::new(Vec::new()),
             config,
         })
     }
@@ -310,7 +316,17 @@ impl Core {
         self.closed.load(Ordering::SeqCst)
     }
 
+    /// Spawns an attempt that `mark_closed` aborts.
+    pub fn spawn_attempt(&self, attempt: impl std::future::Future<Output = ()> + Send + 'static) {
+        let mut attempts = lock(&self.attempts);
+        attempts.retain(|a| !a.is_finished());
+        attempts.push(tokio::spawn(attempt).abort_handle());
+    }
+
     pub fn mark_closed(&self) {
+        for attempt in lock(&self.attempts).drain(..) {
+            attempt.abort();
+        }
         self.closed.store(true, Ordering::SeqCst);
         self.wake.notify_one();
         self.changes.send_modify(|n| *n += 1);

@@ -52,7 +52,7 @@ pub use crate::token::AccessTokenProvider;
 pub use crate::classify::{classify, Verdict};
 pub use crate::clock::{Clock, SimClock, SystemClock};
 pub use crate::composer::{Composer, ComposerListener, ComposerState};
-pub use crate::config::{RetryPolicy, SdkConfig, SdkConfigBuilder};
+pub use crate::config::{Deterministic, RetryPolicy, SdkConfig, SdkConfigBuilder};
 pub use crate::core::TransferListener;
 pub use crate::error::{Result, SdkError};
 pub use crate::model::{Rejection, Transfer, TransferRequest, TransferState, MAX_AMOUNT_MINOR};

@@ -56,13 +56,19 @@ impl Sdk {
         if config.access_token.is_some() {
             recovered.extend(store.resume_auth(now)?);
         }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("sendonce")
-            .enable_all()
-            .build()
-            .map_err(|e| SdkError::Internal(format!("could not start the runtime: {e}")))?;
-        let handle = runtime.handle().clone();
+        let (runtime, handle) = match &config.deterministic {
+            Some(d) => (None, d.runtime.clone()),
+            None => {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("sendonce")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| SdkError::Internal(format!("could not start the runtime: {e}")))?;
+                let handle = runtime.handle().clone();
+                (Some(runtime), handle)
+            }
+        };
         let profile = config.network_profile.clone();
         let core = Arc::new(Core::new(store, config, transport)?);
         // At open, before the first call: the history a UI lists is already within the retention.
@@ -78,7 +84,7 @@ impl Sdk {
         Ok(Self {
             core,
             handle,
-            runtime: Mutex::new(Some(runtime)),
+            runtime: Mutex::new(runtime),
             tasks: Mutex::new(vec![sender, dispatcher, events, refresher]),
         })
     }

@@ -69,8 +69,9 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
     let stranded = claim::sweep(core)?;
     for transfer in core.store.due(now, cap, 256)? {
         if let Some(claim) = Claim::take(core, &transfer.local_id) {
-            let core = core.clone();
-            tokio::spawn(async move {
+            let core2 = core.clone();
+            core.spawn_attempt(async move {
+                let core = core2;
                 let _slot = core.send_slots.acquire().await;
                 let id = transfer.local_id.clone();
                 let result = if transfer.state == TransferState::NeedsAttention {
@@ -137,7 +138,8 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
             return Ok(());
         }
         if core.config.unsafe_new_key_per_retry {
-            core.store.rotate_key(local_id, &crate::core::mint_key())?;
+            core.store
+                .rotate_key(local_id, &crate::core::mint_key(&core.config))?;
         }
     }
 

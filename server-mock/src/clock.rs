@@ -10,15 +10,30 @@ use time::OffsetDateTime;
 #[derive(Debug, Default)]
 pub struct Clock {
     offset_ms: AtomicI64,
+    /// A simulation's start time and the tokio instant it stands for (`None`: the system clock).
+    simulated: Option<(i64, tokio::time::Instant)>,
 }
 
 impl Clock {
+    /// A clock that starts at `start_ms` and follows tokio's clock (paused in a deterministic ride).
+    pub fn simulated(start_ms: i64) -> Self {
+        Self {
+            offset_ms: AtomicI64::new(0),
+            simulated: Some((start_ms, tokio::time::Instant::now())),
+        }
+    }
+
     /// Current server time in Unix milliseconds.
     pub fn now_ms(&self) -> i64 {
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            .unwrap_or(0);
+        let wall = match self.simulated {
+            Some((start, at)) => {
+                start.saturating_add(i64::try_from(at.elapsed().as_millis()).unwrap_or(i64::MAX))
+            }
+            None => SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+                .unwrap_or(0),
+        };
         wall.saturating_add(self.offset_ms.load(Ordering::SeqCst))
     }
 

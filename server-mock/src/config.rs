@@ -34,6 +34,10 @@ pub struct ServerConfig {
     /// and rides can show the double payments it prevents. Never in a shipped binary.
     #[cfg(feature = "unfenced")]
     pub unfenced: bool,
+    /// Deterministic simulations only (`sendonce-sim ride`): the wall clock starts at this time
+    /// and follows tokio's (paused) clock, and the database runs on the caller's thread (no
+    /// writer thread, no blocking pool), so a seed replays the same ride.
+    pub simulated_start_ms: Option<i64>,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +58,7 @@ impl Default for ServerConfig {
             broker: crate::relay::Destination::InProcess,
             #[cfg(feature = "unfenced")]
             unfenced: false,
+            simulated_start_ms: None,
         }
     }
 }

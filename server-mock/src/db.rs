@@ -48,7 +48,8 @@ pub struct Db {
     reader: Arc<Mutex<Connection>>,
     /// Authentication's own reader: a long read (a test listing) never delays it.
     auth: Arc<Mutex<Connection>>,
-    jobs: mpsc::SyncSender<Job>,
+    /// The writer thread's queue; `None`: every call runs inline (deterministic rides).
+    jobs: Option<mpsc::SyncSender<Job>>,
 }
 
 /// How durable a write must be when its caller gets the answer.
@@ -87,6 +88,21 @@ impl Db {
     /// Like [`Db::open`], with at most `queue` write jobs waiting for the writer: beyond
     /// that, [`Db::write`] fails at once with [`DbError::Busy`] (back-pressure, not memory).
     pub fn open_with_queue(path: &str, queue: usize) -> Result<Self, DbError> {
+        let mut db = Self::open_inline(path)?;
+        let (jobs, queue) = mpsc::sync_channel(queue.max(1));
+        let writer = Arc::clone(&db.conn);
+        std::thread::Builder::new()
+            .name("db-writer".into())
+            .spawn(move || group_writer(&writer, &queue))
+            .map_err(|e| DbError::Task(e.to_string()))?;
+        db.jobs = Some(jobs);
+        Ok(db)
+    }
+
+    /// Like [`Db::open`], but every call runs on the caller's thread (a group of one job per
+    /// write): a deterministic ride has one thread, and a writer thread or the blocking pool
+    /// would make the order of events depend on the OS.
+    pub fn open_inline(path: &str) -> Result<Self, DbError> {
         let (conn, reader, auth) = if path == ":memory:" {
             let conn = Arc::new(Mutex::new(Self::configure(Connection::open_in_memory()?)?));
             (Arc::clone(&conn), Arc::clone(&conn), conn)
@@ -105,17 +121,11 @@ impl Db {
             };
             (Arc::new(Mutex::new(conn)), reader()?, reader()?)
         };
-        let (jobs, queue) = mpsc::sync_channel(queue.max(1));
-        let writer = Arc::clone(&conn);
-        std::thread::Builder::new()
-            .name("db-writer".into())
-            .spawn(move || group_writer(&writer, &queue))
-            .map_err(|e| DbError::Task(e.to_string()))?;
         Ok(Self {
             conn,
             reader,
             auth,
-            jobs,
+            jobs: None,
         })
     }
 
@@ -156,7 +166,7 @@ impl Db {
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
     {
-        Self::run(Arc::clone(&self.conn), f).await
+        self.run(&self.conn, f).await
     }
 
     /// Runs `f` with the writer connection inside a group transaction (group commit).
@@ -187,10 +197,15 @@ impl Db {
             });
             (ok, deliver)
         });
-        self.jobs.try_send((durability, job)).map_err(|e| match e {
-            mpsc::TrySendError::Full(_) => DbError::Busy,
-            mpsc::TrySendError::Disconnected(_) => DbError::Task("database writer stopped".into()),
-        })?;
+        match &self.jobs {
+            Some(jobs) => jobs.try_send((durability, job)).map_err(|e| match e {
+                mpsc::TrySendError::Full(_) => DbError::Busy,
+                mpsc::TrySendError::Disconnected(_) => {
+                    DbError::Task("database writer stopped".into())
+                }
+            })?,
+            None => run_group(&mut Self::lock(&self.conn), durability, vec![job]),
+        }
         rx.await
             .map_err(|_| DbError::Task("database writer dropped the job".into()))?
     }
@@ -201,7 +216,7 @@ impl Db {
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
     {
-        Self::run(Arc::clone(&self.auth), f).await
+        self.run(&self.auth, f).await
     }
 
     /// Runs read-only `f` with the reader connection (never waits for a writer's fsync).
@@ -210,14 +225,20 @@ impl Db {
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
     {
-        Self::run(Arc::clone(&self.reader), f).await
+        self.run(&self.reader, f).await
     }
 
-    async fn run<R, F>(conn: Arc<Mutex<Connection>>, f: F) -> Result<R, DbError>
+    async fn run<R, F>(&self, conn: &Arc<Mutex<Connection>>, f: F) -> Result<R, DbError>
     where
         R: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
     {
+        if self.jobs.is_none() {
+            let mut guard = Self::lock(conn);
+            return catch_unwind(AssertUnwindSafe(|| f(&mut guard)))
+                .unwrap_or_else(|_| Err(DbError::Task("database call panicked".into())));
+        }
+        let conn = Arc::clone(conn);
         tokio::task::spawn_blocking(move || {
             let mut guard = Self::lock(&conn);
             f(&mut guard)

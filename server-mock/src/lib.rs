@@ -69,7 +69,16 @@ impl AppState {
     /// Opens the database and builds the state (no background tasks yet).
     pub async fn open(config: ServerConfig) -> Result<App, ServerError> {
         let instance = Instance::new();
-        let store = store::open(&config.db, config.db_pool, instance.clone()).await?;
+        let (store, clock) = match config.simulated_start_ms {
+            Some(start) => (
+                store::open_inline(&config.db, instance.clone())?,
+                Clock::simulated(start),
+            ),
+            None => (
+                store::open(&config.db, config.db_pool, instance.clone()).await?,
+                Clock::default(),
+            ),
+        };
         Ok(Arc::new(Self {
             faults: Faults::new(config.gateway_delay),
             quotas: quota::Quotas::new(config.quotas),
@@ -77,7 +86,7 @@ impl AppState {
             max_amount_minor: AtomicI64::new(transfer::MAX_AMOUNT_MINOR),
             config,
             store,
-            clock: Clock::default(),
+            clock,
             relay_wake: Notify::new(),
             reaper_wake: Notify::new(),
         }))
@@ -175,6 +184,40 @@ impl Drop for RunningServer {
     fn drop(&mut self) {
         let _ = self.shutdown.send(true);
     }
+}
+
+/// A server without a socket, whose router the caller calls in-process (deterministic rides).
+pub struct InProcessServer {
+    /// The shared state.
+    pub app: App,
+    /// The HTTP router (the one a socket would serve).
+    pub router: axum::Router,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl InProcessServer {
+    /// Stops the relay and the reaper.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        for task in std::mem::take(&mut self.tasks) {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Opens the database and starts the relay and the reaper on the current runtime, with no socket.
+pub async fn start_in_process(config: ServerConfig) -> Result<InProcessServer, ServerError> {
+    let app = AppState::open(config).await?;
+    let (shutdown, rx) = watch::channel(false);
+    let relay = relay::spawn(app.clone(), rx.clone()).await?;
+    let tasks = vec![relay, tokio::spawn(reaper::run(app.clone(), rx))];
+    Ok(InProcessServer {
+        router: router(app.clone()),
+        app,
+        shutdown,
+        tasks,
+    })
 }
 
 /// Opens the database, binds `listen` (port 0 allowed) and serves until `shutdown`.

@@ -6,7 +6,10 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's instant: the real one, except in a deterministic ride (paused clock).
+use tokio::time::Instant;
 
 /// How much one user may ask for.
 #[derive(Debug, Clone, Copy, PartialEq)]

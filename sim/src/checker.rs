@@ -1,11 +1,12 @@
 //! The invariant checker: DESIGN.md's invariants, checked against the server's ledger at quiescence.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use sendonce::{Transfer, TransferState};
 use serde::Serialize;
 
-use crate::device::{Intent, Seen};
+use crate::device::Intent;
+use crate::seen::Seen;
 use crate::tap::WireLog;
 
 mod answers;
@@ -25,7 +26,7 @@ pub struct PhoneView {
     /// Every transfer in its store.
     pub transfers: Vec<Transfer>,
     /// What its listener saw (keys per transfer).
-    pub seen: HashMap<String, Seen>,
+    pub seen: BTreeMap<String, Seen>,
     /// What its user saw confirmed.
     pub intents: Vec<Intent>,
     /// Double taps that did not return the same transfer.
@@ -121,8 +122,8 @@ fn label(phone: &PhoneView, t: &Transfer) -> String {
 fn keys_of(
     phone: &PhoneView,
     t: &Transfer,
-    wire_by_note: &HashMap<&str, BTreeSet<&str>>,
-    note_count: &HashMap<&str, usize>,
+    wire_by_note: &BTreeMap<&str, BTreeSet<&str>>,
+    note_count: &BTreeMap<&str, usize>,
 ) -> BTreeSet<String> {
     let mut keys: BTreeSet<String> = phone
         .seen
@@ -147,14 +148,14 @@ fn keys_of(
 /// Checks every invariant.
 pub fn check(phones: &[PhoneView], server: &ServerView, wire: &WireLog) -> Check {
     let debits: Vec<&Entry> = server.ledger.iter().filter(|e| e.kind == "debit").collect();
-    let mut debits_by_key: HashMap<&str, Vec<&Entry>> = HashMap::new();
+    let mut debits_by_key: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
     for d in &debits {
         debits_by_key
             .entry(d.idempotency_key.as_deref().unwrap_or(""))
             .or_default()
             .push(d);
     }
-    let mut wire_by_note: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+    let mut wire_by_note: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (key, uses) in &wire.keys {
         for u in uses {
             if let Some(note) = u.note.as_deref() {
@@ -162,13 +163,13 @@ pub fn check(phones: &[PhoneView], server: &ServerView, wire: &WireLog) -> Check
             }
         }
     }
-    let mut note_count: HashMap<&str, usize> = HashMap::new();
+    let mut note_count: BTreeMap<&str, usize> = BTreeMap::new();
     for t in phones.iter().flat_map(|p| &p.transfers) {
         *note_count
             .entry(t.note.as_deref().unwrap_or(""))
             .or_default() += 1;
     }
-    let credits: HashMap<&str, Vec<&Entry>> =
+    let credits: BTreeMap<&str, Vec<&Entry>> =
         group(server.ledger.iter().filter(|e| e.kind == "credit"), |e| {
             e.transfer_id.as_deref()
         });
@@ -189,7 +190,7 @@ pub fn check(phones: &[PhoneView], server: &ServerView, wire: &WireLog) -> Check
         }
     }
     for phone in phones {
-        let local: HashMap<&str, &Transfer> = phone
+        let local: BTreeMap<&str, &Transfer> = phone
             .transfers
             .iter()
             .map(|t| (t.local_id.as_str(), t))
@@ -347,8 +348,8 @@ pub fn check(phones: &[PhoneView], server: &ServerView, wire: &WireLog) -> Check
 fn group<'a, T, I: Iterator<Item = &'a T>>(
     items: I,
     key: impl Fn(&'a T) -> Option<&'a str>,
-) -> HashMap<&'a str, Vec<&'a T>> {
-    let mut map: HashMap<&str, Vec<&T>> = HashMap::new();
+) -> BTreeMap<&'a str, Vec<&'a T>> {
+    let mut map: BTreeMap<&str, Vec<&T>> = BTreeMap::new();
     for item in items {
         map.entry(key(item).unwrap_or("")).or_default().push(item);
     }
@@ -360,7 +361,7 @@ fn check_view(
     phone: &PhoneView,
     t: &Transfer,
     mine: &[&Entry],
-    credits: &HashMap<&str, Vec<&Entry>>,
+    credits: &BTreeMap<&str, Vec<&Entry>>,
     out: &mut Findings,
 ) {
     let name = label(phone, t);
@@ -427,11 +428,11 @@ fn check_view(
 /// Every debit has exactly one credit of the same amount and one SMS; nothing downstream without a debit.
 fn check_downstream(
     debits: &[&Entry],
-    credits: &HashMap<&str, Vec<&Entry>>,
+    credits: &BTreeMap<&str, Vec<&Entry>>,
     sms: &[Sms],
 ) -> Findings {
     let mut out = Findings::default();
-    let sms_by: HashMap<&str, usize> = sms.iter().fold(HashMap::new(), |mut m, s| {
+    let sms_by: BTreeMap<&str, usize> = sms.iter().fold(BTreeMap::new(), |mut m, s| {
         *m.entry(s.transfer_id.as_str()).or_default() += 1;
         m
     });

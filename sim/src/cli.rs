@@ -81,13 +81,14 @@ pub struct RideArgs {
     /// Fraction of phones stranded for a day before the network returns (crosses the 24 h give-up horizon).
     #[arg(long, default_value_t = 0.1, value_parser = parse_rate)]
     pub stranded: f64,
-    /// How many times faster than real time the phones' clocks run.
+    /// How many times faster than the server's clock the phones' clocks run.
     #[arg(long, default_value_t = 200.0)]
     pub speed: f64,
     /// Mean simulated seconds between two transfers of one user.
     #[arg(long, default_value_t = 45)]
     pub think_secs: u64,
-    /// Real seconds the phones get to settle once the network is back.
+    /// Seconds (of the server's clock: simulated unless the ride is real-time) the phones get to settle
+    /// once the network is back.
     #[arg(long, default_value_t = 60)]
     pub settle_secs: u64,
     /// Server-side faults during the ride (probability each of a 503, a response dropped after commit, a duplicate delivery).
@@ -106,7 +107,8 @@ pub struct RideArgs {
     /// Probability that a gateway step takes 3x the key lock timeout (the server then runs with a 300 ms lock).
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub slow_gateway_rate: f64,
-    /// Probability every 250 ms that the server process is SIGKILLed and restarted on the same database file.
+    /// Probability every 250 ms that the server process is SIGKILLed and restarted on the same database file
+    /// (real processes in real time: such a ride is not deterministic).
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub server_kill_rate: f64,
     /// Probability every 250 ms that the server's wall clock jumps 1 s-1 h, forwards or backwards.
@@ -128,6 +130,13 @@ pub struct RideArgs {
     /// different instances); needs --db.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     pub instances: u16,
+    /// Real HTTP on loopback, thread pools and real time instead of the deterministic simulation
+    /// (the report then varies from run to run).
+    #[arg(long)]
+    pub real_time: bool,
+    /// Draws the ride as an SVG here: one lane per phone over simulated time.
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<std::path::PathBuf>,
 }
 
 impl RideArgs {
@@ -159,6 +168,8 @@ impl RideArgs {
                 postgres: self.db.clone(),
                 instances: usize::from(self.instances),
             },
+            real_time: self.real_time,
+            timeline: self.timeline.clone(),
         }
     }
 }

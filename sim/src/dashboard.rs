@@ -5,11 +5,12 @@
 //! answer "not found" and then move the money anyway. Its answers go into the wire log, so
 //! the checker holds them against the ledger like every other answer (invariant 6).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use sendonce::transport::HttpResponse;
 
+use crate::backend::ServerLink;
 use crate::tap::{KeyAnswer, SharedWireLog};
 
 /// How often the dashboard looks at the wire.
@@ -18,13 +19,10 @@ const POLL: Duration = Duration::from_millis(25);
 /// Polls until `stop` fires; returns how many look-ups it made.
 pub async fn watch(
     wire: SharedWireLog,
-    base_url: String,
+    link: Arc<dyn ServerLink>,
     after: Duration,
     mut stop: tokio::sync::oneshot::Receiver<()>,
 ) -> Result<u64> {
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()?;
     let mut asked = std::collections::HashSet::new();
     let mut look_ups = 0;
     loop {
@@ -42,20 +40,16 @@ pub async fn watch(
         };
         for (key, auth) in due {
             asked.insert(key.clone());
-            let Ok(r) = http
-                .get(format!("{base_url}/v1/transfers?idempotency_key={key}"))
-                .header("authorization", auth)
-                .send()
+            let Ok(response) = link
+                .call(
+                    reqwest::Method::GET,
+                    format!("/v1/transfers?idempotency_key={key}"),
+                    vec![("authorization".into(), auth)],
+                    Vec::new(),
+                )
                 .await
             else {
                 continue; // a server restart: the dashboard just misses one
-            };
-            let status = r.status().as_u16();
-            let body = r.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
-            let response = HttpResponse {
-                status,
-                headers: Vec::new(),
-                body,
             };
             look_ups += 1;
             let mut log = wire.lock().unwrap_or_else(|p| p.into_inner());

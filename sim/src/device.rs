@@ -1,19 +1,23 @@
 //! One phone of a ride: its SDK instance (killed and reopened at random), its user's taps, its clock.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sendonce::{
-    Clock, NetsimStats, NetworkProfile, Sdk, SdkConfig, SimClock, Transfer, TransferListener,
+    Clock, Deterministic, NetsimStats, NetworkProfile, Sdk, SdkConfig, SimClock, Transfer,
     TransferRequest, TransferState,
 };
 
+use crate::backend::{phone_transport, ServerLink};
+use crate::keys::seeded_key;
 use crate::proxy::GarbageProxy;
 use crate::rng::Rng;
+use crate::seen::{KeyLog, Seen};
 use crate::tap::{SharedWireLog, Tap};
+use crate::timeline::{Mark, SharedTimeline};
 
 /// Currency of every ride.
 pub const CURRENCY: &str = "BDT";
@@ -25,10 +29,14 @@ const REAL_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 pub const STRANDED_JUMP_MS: i64 = 25 * 3600 * 1000;
 
 /// What every phone of a ride shares.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Plan {
     /// Server base URL.
     pub base_url: String,
+    /// The way to the server in a deterministic ride (`None`: real HTTP per SDK instance).
+    pub link: Option<Arc<dyn ServerLink>>,
+    /// Every event of the ride, for the timeline.
+    pub timeline: SharedTimeline,
     /// Profile during the ride.
     pub profile: NetworkProfile,
     /// Ride seed.
@@ -68,37 +76,6 @@ pub struct Intent {
     pub local_id: String,
 }
 
-/// What the listener saw of one transfer over its whole life (across restarts).
-#[derive(Debug, Default, Clone)]
-pub struct Seen {
-    /// Every key it was ever sent with.
-    pub keys: BTreeSet<String>,
-    /// It reached NeedsAttention at least once.
-    pub needed_attention: bool,
-    /// The first final state it reached.
-    pub first_final: Option<TransferState>,
-    /// States it was seen in after that (a final state must never change).
-    pub after_final: Vec<TransferState>,
-}
-
-/// Listener registered on every SDK instance of the phone.
-#[derive(Default)]
-pub struct KeyLog(Mutex<HashMap<String, Seen>>);
-
-impl TransferListener for KeyLog {
-    fn on_transfer_changed(&self, transfer: Transfer) {
-        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = seen.entry(transfer.local_id).or_default();
-        entry.keys.insert(transfer.idempotency_key);
-        entry.needed_attention |= transfer.state == TransferState::NeedsAttention;
-        match entry.first_final {
-            Some(state) if state != transfer.state => entry.after_final.push(transfer.state),
-            None if transfer.state.is_final() => entry.first_final = Some(transfer.state),
-            _ => {}
-        }
-    }
-}
-
 /// One phone.
 pub struct Device {
     /// Index in the ride (also the user's seed stream).
@@ -109,6 +86,8 @@ pub struct Device {
     db_path: PathBuf,
     /// The phone's clock (simulated, fast).
     pub clock: Arc<SimClock>,
+    /// Mints the phone's idempotency keys in a deterministic ride (across every SDK instance).
+    keys: Arc<Mutex<Rng>>,
     sdk: Option<Sdk>,
     log: Arc<KeyLog>,
     wire: SharedWireLog,
@@ -137,6 +116,10 @@ pub struct Device {
     pub retaps_after_restart: u32,
     /// Times the phone's clock was changed during the ride.
     pub clock_jumps: u32,
+    /// Ride time when the signal was lost for good (stranded phones).
+    pub signal_lost_at: Option<i64>,
+    /// Every clock change: (ride time, ms).
+    pub jumps: Vec<(i64, i64)>,
 }
 
 impl Device {
@@ -150,14 +133,22 @@ impl Device {
         plan: Arc<Plan>,
         wire: SharedWireLog,
     ) -> Self {
+        let clock = Arc::new(SimClock::new(start_ms, plan.speed));
+        let log = Arc::new(KeyLog {
+            seen: Mutex::default(),
+            phone: index,
+            clock: clock.clone(),
+            timeline: plan.timeline.clone(),
+        });
         Self {
             index,
             user_id,
             token,
             db_path: dir.join(format!("phone-{index}.db")),
-            clock: Arc::new(SimClock::new(start_ms, plan.speed)),
+            keys: Arc::new(Mutex::new(Rng::new(plan.seed, 90_000 + index as u64))),
+            clock,
             sdk: None,
-            log: Arc::default(),
+            log,
             wire,
             plan,
             kills: 0,
@@ -172,7 +163,15 @@ impl Device {
             impatient_checks: 0,
             retaps_after_restart: 0,
             clock_jumps: 0,
+            signal_lost_at: None,
+            jumps: Vec::new(),
         }
+    }
+
+    fn record(&self, mark: Mark) {
+        self.plan
+            .timeline
+            .record(Some(self.index), self.clock.monotonic_ms(), mark);
     }
 
     fn sdk(&self) -> Result<&Sdk> {
@@ -181,14 +180,27 @@ impl Device {
 
     /// Opens (or reopens) the SDK on the phone's file and switches the ride's network profile on.
     pub async fn open(&mut self) -> Result<()> {
-        let config = SdkConfig::builder(self.plan.base_url.clone(), self.db_path.clone())
+        let mut config = SdkConfig::builder(self.plan.base_url.clone(), self.db_path.clone())
             .access_token(self.token.clone())
             .clock(self.clock.clone())
             .request_timeout(REAL_REQUEST_TIMEOUT)
             .unsafe_new_key_per_retry(self.plan.new_key_per_retry)
-            .unsafe_legacy_classify(self.plan.legacy_classify)
-            .build()?;
-        let tap = Tap::new(self.wire.clone(), REAL_REQUEST_TIMEOUT)?;
+            .unsafe_legacy_classify(self.plan.legacy_classify);
+        if self.plan.link.is_some() {
+            let keys = self.keys.clone();
+            config = config.deterministic(Deterministic {
+                runtime: tokio::runtime::Handle::current(),
+                mint_key: Arc::new(move || seeded_key(&keys)),
+            });
+        }
+        let config = config.build()?;
+        let tap = Tap::new(
+            phone_transport(self.plan.link.as_ref(), REAL_REQUEST_TIMEOUT)?,
+            self.wire.clone(),
+            self.index,
+            self.clock.clone(),
+            self.plan.timeline.clone(),
+        );
         // A fresh stream per open, so a reopened phone does not repeat the same pages.
         let stream = self.index as u64 * 1_000 + u64::from(self.kills);
         let tap = Arc::new(GarbageProxy::new(
@@ -198,8 +210,12 @@ impl Device {
             self.plan.seed,
             stream,
         ));
-        let sdk =
-            tokio::task::spawn_blocking(move || Sdk::open_with_transport(config, tap)).await??;
+        let sdk = if self.plan.link.is_some() {
+            // A deterministic ride's one thread: a pool thread would let the OS order events.
+            Sdk::open_with_transport(config, tap)?
+        } else {
+            tokio::task::spawn_blocking(move || Sdk::open_with_transport(config, tap)).await??
+        };
         sdk.add_listener(self.log.clone());
         let profile = if self.signal_lost {
             NetworkProfile::Offline
@@ -217,6 +233,7 @@ impl Device {
             self.add_net(sdk.network_stats());
             sdk.close();
             self.kills += 1;
+            self.record(Mark::Kill);
         }
     }
 
@@ -250,6 +267,8 @@ impl Device {
         for t in 0..plan.transfers {
             if t as i64 == strand_at {
                 self.signal_lost = true;
+                self.signal_lost_at = Some(self.plan.timeline.at(self.clock.monotonic_ms()));
+                self.record(Mark::SignalLost);
                 self.sdk()?
                     .set_network_profile(NetworkProfile::Offline, 0)?;
             }
@@ -299,6 +318,9 @@ impl Device {
                 self.clock.jump(jump);
                 tap_at += jump; // the user's pace does not change with the clock
                 self.clock_jumps += 1;
+                self.jumps
+                    .push((self.plan.timeline.at(self.clock.monotonic_ms()), jump));
+                self.record(Mark::ClockJump(jump));
             }
         }
         Ok(())
@@ -410,6 +432,11 @@ impl Device {
         }
         if self.stranded {
             self.clock.jump(STRANDED_JUMP_MS);
+            self.jumps.push((
+                self.plan.timeline.at(self.clock.monotonic_ms()),
+                STRANDED_JUMP_MS,
+            ));
+            self.record(Mark::ClockJump(STRANDED_JUMP_MS));
         }
         let stats = self.sdk()?.network_stats();
         self.add_net(stats);
@@ -455,12 +482,17 @@ impl Device {
     }
 
     /// Every transfer on the phone and what the listener saw of each; closes the SDK.
-    pub fn finish(&mut self) -> Result<(Vec<Transfer>, HashMap<String, Seen>)> {
+    pub fn finish(&mut self) -> Result<(Vec<Transfer>, BTreeMap<String, Seen>)> {
         let transfers = self.sdk()?.transfers()?;
         if let Some(sdk) = self.sdk.take() {
             sdk.close();
         }
-        let seen = self.log.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let seen = self
+            .log
+            .seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         Ok((transfers, seen))
     }
 
@@ -468,12 +500,4 @@ impl Device {
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()
     }
-}
-
-/// Ids of the transfers that needed attention.
-pub fn needed_attention(seen: &HashMap<String, Seen>) -> HashSet<String> {
-    seen.iter()
-        .filter(|(_, s)| s.needed_attention)
-        .map(|(id, _)| id.clone())
-        .collect()
 }

@@ -14,11 +14,14 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let built = match &cli.command {
+        Command::Ride(args) => sendonce_sim::ride::runtime(&args.config()),
+        Command::Serve(_) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build(),
+    };
+    let runtime = match built {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("sendonce-sim: cannot start the runtime: {e}");

@@ -105,17 +105,28 @@ pub struct Report {
     pub time_to_confirm_p99_ms: i64,
     /// Simulated length of the ride phase.
     pub simulated_ride_ms: i64,
-    /// Real time of the whole run.
-    pub real_ms: u64,
-    /// Real time the phones took to settle once the network was back.
-    pub settle_real_ms: u64,
-    /// How late a 10 ms timer fired during the ride (99th percentile, real ms): times `speed`, the
-    /// simulated time a busy machine adds to every wait.
-    pub timer_lag_p99_real_ms: i64,
+    /// The same seed gives the same report (real-time section aside) on every run and machine.
+    pub deterministic: bool,
+    /// Why not, for a ride that is not deterministic (real processes killed, `--real-time`).
+    pub not_deterministic_because: Option<String>,
+    /// Real time: differs between runs, even deterministic ones.
+    pub real_time: RealTime,
     /// Every invariant held.
     pub invariants_ok: bool,
     /// One verdict per invariant.
     pub invariants: Vec<Verdict>,
+}
+
+/// The report's real-time section: the only part of a deterministic ride that varies between runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealTime {
+    /// Real time of the whole run.
+    pub real_ms: u64,
+    /// Real time the phones took to settle once the network was back.
+    pub settle_real_ms: u64,
+    /// How late a 10 ms timer fired during a real-time ride (99th percentile, real ms): times
+    /// `speed`, the simulated time a busy machine adds to every wait (0 on a deterministic ride).
+    pub timer_lag_p99_real_ms: i64,
 }
 
 /// Nearest-rank percentile of sorted values (0 when empty).
@@ -165,10 +176,13 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "  ride {} simulated, whole run {} real (phones settled in {} once the network was back)\n",
+            "  ride {} simulated; {}\n",
             duration(self.simulated_ride_ms),
-            duration(self.real_ms as i64),
-            duration(self.settle_real_ms as i64)
+            match &self.not_deterministic_because {
+                None => "deterministic: the same seed replays this report".to_string(),
+                Some(why) =>
+                    format!("NOT deterministic ({why}): the same seed may give another report"),
+            }
         );
         let _ = writeln!(
             o,
@@ -232,17 +246,6 @@ impl Report {
             duration(self.time_to_confirm_p50_ms),
             duration(self.time_to_confirm_p99_ms)
         );
-        let lag_sim_ms = (self.timer_lag_p99_real_ms as f64 * self.speed) as i64;
-        if lag_sim_ms > 5_000 {
-            let _ = writeln!(
-                o,
-                "note             the machine was busy: timers fired up to {} ms late (= {} simulated at {}x), so\n\
-                 \x20                times above are inflated; the invariants still hold or fail as shown (try --speed 50)\n",
-                self.timer_lag_p99_real_ms,
-                duration(lag_sim_ms),
-                self.speed
-            );
-        }
         let _ = writeln!(o, "invariants");
         for v in &self.invariants {
             let _ = writeln!(
@@ -269,7 +272,30 @@ impl Report {
             self.mismatches,
             self.orphan_debits
         );
+        self.real_time_section(&mut o);
         o
+    }
+
+    /// The part that varies between runs, last and apart.
+    fn real_time_section(&self, o: &mut String) {
+        let r = &self.real_time;
+        let _ = writeln!(
+            o,
+            "\nreal time (varies between runs)\n  whole run {}, phones settled in {} once the network was back",
+            duration(r.real_ms as i64),
+            duration(r.settle_real_ms as i64)
+        );
+        let lag_sim_ms = (r.timer_lag_p99_real_ms as f64 * self.speed) as i64;
+        if lag_sim_ms > 5_000 {
+            let _ = writeln!(
+                o,
+                "  the machine was busy: timers fired up to {} ms late (= {} simulated at {}x), so simulated\n\
+                 \x20 times above are inflated; the invariants still hold or fail as shown (try --speed 50)",
+                r.timer_lag_p99_real_ms,
+                duration(lag_sim_ms),
+                self.speed
+            );
+        }
     }
 }
 

@@ -1,21 +1,29 @@
 //! One ride: server up, users created, phones through the profile, network back, settle, check.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use sendonce::{Clock, NetworkProfile, SimClock, SystemClock, TransferState};
 
+use crate::aliases::Aliases;
+use crate::backend::kafka::{self, KafkaSide};
+use crate::backend::{self, Determinism, Kind};
 use crate::checker::{check, PhoneView, ServerView};
 use crate::dashboard;
-use crate::device::{needed_attention, Device, Plan, CURRENCY};
-use crate::kafka::KafkaSide;
-use crate::report::{percentile, Report};
+use crate::device::{Device, Plan, CURRENCY};
+use crate::report::{percentile, RealTime, Report};
 use crate::rng::Rng;
-use crate::server::{self, Chaos, RideServer, ServerFaults};
+use crate::seen::needed_attention;
+use crate::server::{self, Chaos, ServerFaults};
 use crate::tap::{SharedWireLog, WireLog};
 use crate::testapi::TestApi;
+use crate::timeline::{Mark, SharedTimeline, Timeline};
+
+/// Where every deterministic ride starts: 2026-01-01T00:00:00Z (simulated, on phones and server).
+pub const SIMULATED_START_MS: i64 = 1_767_225_600_000;
 
 /// Everything a ride can be asked to do.
 #[derive(Debug, Clone)]
@@ -55,8 +63,45 @@ pub struct RideConfig {
     pub server_fault_rate: f64,
     /// Slow gateway steps, server kills, server clock jumps (and, in test-only builds, no fence).
     pub server: ServerFaults,
-    /// Credits and SMS through this Kafka broker (`crate::kafka`) instead of in-process.
+    /// Credits and SMS through this Kafka broker (`crate::backend::kafka`) instead of in-process.
     pub broker: Option<String>,
+    /// Real HTTP on loopback and real time instead of the deterministic simulation.
+    pub real_time: bool,
+    /// Where to draw the ride as an SVG, if anywhere.
+    pub timeline: Option<PathBuf>,
+}
+
+impl RideConfig {
+    /// The server backend this ride runs on (a relay to a real broker needs real time).
+    pub fn backend(&self) -> Kind {
+        self.server
+            .backend(if self.real_time || self.broker.is_some() {
+                Kind::Loopback
+            } else {
+                Kind::Simulated
+            })
+    }
+
+    /// Whether this ride replays its seed (then it must run on [`runtime`]'s paused clock).
+    pub fn deterministic(&self) -> bool {
+        self.backend() == Kind::Simulated
+    }
+}
+
+/// The runtime a ride needs: one thread with a paused clock for a deterministic ride (tokio's
+/// clock then jumps to the next timer whenever every task waits), real threads and time otherwise.
+pub fn runtime(cfg: &RideConfig) -> std::io::Result<tokio::runtime::Runtime> {
+    if cfg.deterministic() {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    }
 }
 
 impl Default for RideConfig {
@@ -80,6 +125,8 @@ impl Default for RideConfig {
             server_fault_rate: 0.0,
             server: ServerFaults::default(),
             broker: None,
+            real_time: false,
+            timeline: None,
         }
     }
 }
@@ -95,15 +142,26 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         bail!("a ride needs at least one user");
     }
     let started = Instant::now();
-    let dir = tempfile::tempdir().context("temp dir")?;
+    let kind = cfg.backend();
+    let dir = scratch_dir(kind).context("temp dir")?;
+    let start_ms = if kind == Kind::Simulated {
+        SIMULATED_START_MS
+    } else {
+        SystemClock.now_ms()
+    };
     let mut kafka = match &cfg.broker {
         Some(url) => Some(KafkaSide::start(url, dir.path(), cfg.seed)?),
         None => None,
     };
-    let relay = kafka.as_ref().map(|k| k.url().to_string());
-    let mut server = RideServer::start(&dir.path().join("server.db"), &cfg.server, relay).await?;
-    let api = TestApi::new(server.base_url())?;
-    let api_base = server.base_url();
+    let relay = kafka.as_ref().map(|k| k.url());
+    let db = dir.path().join("server.db");
+    let mut server = backend::start(kind, &db, &cfg.server, start_ms, relay).await?;
+    let mut determinism = server.determinism();
+    if kafka.is_some() {
+        determinism = determinism.and(kafka::NOT_DETERMINISTIC);
+    }
+    let api = TestApi::new(server.link());
+    let timeline: SharedTimeline = Arc::new(Timeline::new(start_ms));
 
     let mut rng = Rng::new(cfg.seed, 0);
     let pool = api.create_user("recipient pool", 0, CURRENCY).await?;
@@ -143,6 +201,8 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
 
     let plan = Arc::new(Plan {
         base_url: server.base_url(),
+        link: server.phone_link(),
+        timeline: timeline.clone(),
         profile: cfg.profile.clone(),
         seed: cfg.seed,
         transfers: cfg.transfers,
@@ -159,11 +219,13 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         pool: pool.user_id,
     });
     let wire: SharedWireLog = Arc::new(Mutex::new(WireLog::default()));
-    let start_ms = SystemClock.now_ms();
-    let ride_clock = SimClock::new(start_ms, cfg.speed);
+    let ride_clock = Arc::new(SimClock::new(start_ms, cfg.speed));
 
-    // How late timers fire while the ride runs: at N x speed, every ms late is N ms of simulated time.
-    let probing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    // How late timers fire while a real-time ride runs: at N x speed, every ms late is N ms of
+    // simulated time. (A deterministic ride's clock is simulated: nothing to measure.)
+    let probing = Arc::new(std::sync::atomic::AtomicBool::new(
+        determinism != Determinism::Deterministic,
+    ));
     let lag_probe = tokio::spawn({
         let probing = probing.clone();
         async move {
@@ -211,11 +273,20 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         drop((stop, stop_dashboard, stop_kafka));
         anyhow::Ok(devices)
     };
-    let chaos = server::chaos(&mut server, &api, &cfg.server, &faults, cfg.seed, stopped);
+    let link = server.link();
+    let chaos = server::chaos(
+        &mut server,
+        &api,
+        &cfg.server,
+        &faults,
+        cfg.seed,
+        (&timeline, &ride_clock),
+        stopped,
+    );
     let dashboard = async {
         if cfg.server.slow_gateway_rate > 0.0 {
             let after = cfg.server.lock_timeout() + std::time::Duration::from_millis(100);
-            dashboard::watch(wire.clone(), api_base.clone(), after, dashboard_stopped).await
+            dashboard::watch(wire.clone(), link, after, dashboard_stopped).await
         } else {
             Ok(0)
         }
@@ -245,6 +316,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
 
     // The network comes back (and the server heals); every phone settles.
     let settle_start = Instant::now();
+    timeline.record(None, ride_clock.monotonic_ms(), Mark::Settle);
     api.clear_faults().await?;
     let mut tasks = Vec::new();
     for mut device in devices {
@@ -314,11 +386,30 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     tracing::info!("server stopped");
 
     let wire = std::mem::take(&mut *wire.lock().unwrap_or_else(|p| p.into_inner()));
-    let verdicts = check(&phones, &server_view, &wire);
+    let mut verdicts = check(&phones, &server_view, &wire);
+    if determinism == Determinism::Deterministic {
+        let users: Vec<String> = accounts.iter().map(|a| a.user_id.clone()).collect();
+        Aliases::of_ride(&phones, &server_view, &users).rename(&mut verdicts);
+    }
+    if let Some(path) = &cfg.timeline {
+        let lanes = crate::timeline::lanes(&plan, &devices, start_ms, &timeline.events());
+        let title = format!(
+            "sendonce ride: profile {}, seed {}, {} phones",
+            cfg.profile.name(),
+            cfg.seed,
+            cfg.users
+        );
+        let svg = crate::svg::render(&title, &lanes, &timeline.events());
+        std::fs::write(path, svg).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let real = RealTime {
+        real_ms: started.elapsed().as_millis() as u64,
+        settle_real_ms: settle_real.as_millis() as u64,
+        timer_lag_p99_real_ms: lag_p99_real_ms,
+    };
     Ok(build_report(
         cfg,
-        settle_real,
-        lag_p99_real_ms,
+        determinism,
         &devices,
         &phones,
         &wire,
@@ -327,8 +418,24 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         ride_sim_ms,
         settled.keys_in_progress,
         chaos,
-        started.elapsed(),
+        real,
     ))
+}
+
+/// Where the ride's SQLite files live. A deterministic ride runs on one thread, where every fsync
+/// stops the whole ride for real (never for simulated) time: its files go to RAM (`/dev/shm`)
+/// unless `TMPDIR` says otherwise. A real-time ride keeps real disks (their latency is part of it).
+fn scratch_dir(kind: Kind) -> std::io::Result<tempfile::TempDir> {
+    let shm = std::path::Path::new("/dev/shm");
+    if kind == Kind::Simulated && std::env::var_os("TMPDIR").is_none() && shm.is_dir() {
+        if let Ok(dir) = tempfile::Builder::new()
+            .prefix("sendonce-ride")
+            .tempdir_in(shm)
+        {
+            return Ok(dir);
+        }
+    }
+    tempfile::tempdir()
 }
 
 async fn total_balance(api: &TestApi, accounts: &[Account]) -> Result<i64> {
@@ -342,8 +449,7 @@ async fn total_balance(api: &TestApi, accounts: &[Account]) -> Result<i64> {
 #[allow(clippy::too_many_arguments)]
 fn build_report(
     cfg: &RideConfig,
-    settle_real: Duration,
-    lag_p99_real_ms: i64,
+    determinism: Determinism,
     devices: &[Device],
     phones: &[PhoneView],
     wire: &WireLog,
@@ -352,12 +458,12 @@ fn build_report(
     ride_sim_ms: i64,
     keys_in_progress: i64,
     chaos: Chaos,
-    real: Duration,
+    real_time: RealTime,
 ) -> Report {
     let all = || phones.iter().flat_map(|p| &p.transfers);
     let count = |s: TransferState| all().filter(|t| t.state == s).count();
     // Phones whose clock jumped (stranded for a day, or changed by the user) would skew the percentiles.
-    let stranded: HashMap<usize, bool> = devices
+    let stranded: BTreeMap<usize, bool> = devices
         .iter()
         .map(|d| (d.index, d.stranded || d.clock_jumps > 0))
         .collect();
@@ -419,9 +525,12 @@ fn build_report(
         time_to_confirm_p50_ms: percentile(&ttc, 50.0),
         time_to_confirm_p99_ms: percentile(&ttc, 99.0),
         simulated_ride_ms: ride_sim_ms,
-        real_ms: real.as_millis() as u64,
-        settle_real_ms: settle_real.as_millis() as u64,
-        timer_lag_p99_real_ms: lag_p99_real_ms,
+        deterministic: determinism == Determinism::Deterministic,
+        not_deterministic_because: match determinism {
+            Determinism::Deterministic => None,
+            Determinism::RealTime(why) => Some(why),
+        },
+        real_time,
         invariants_ok: verdicts.ok(),
         invariants: verdicts.verdicts,
     }

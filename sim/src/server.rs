@@ -1,17 +1,18 @@
-//! The ride's server: server-mock in this process (the default), or in a child process
-//! that the ride SIGKILLs and restarts on the same database file and port, with its
-//! gateway made slower than the key lock and its wall clock jumping either way.
+//! The server's faults during a ride: gateway steps slower than the key lock, SIGKILLs and
+//! restarts (see `backend`), its wall clock jumping either way; and the `serve` subcommand.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
+use sendonce::{Clock, SimClock};
 use serde_json::{json, Value};
 use server_mock::relay::Destination;
-use server_mock::{RunningServer, ServerConfig};
+use server_mock::ServerConfig;
+
+use crate::backend::{Backend, Kind};
+use crate::timeline::{Mark, SharedTimeline};
 
 use crate::rng::Rng;
 use crate::testapi::TestApi;
@@ -30,7 +31,7 @@ pub struct ServerFaults {
     /// A PostgreSQL cluster URL: the ride's server runs on a fresh database of it
     /// (`None`: a SQLite file).
     pub postgres: Option<String>,
-    /// Server instances on that database, behind a round-robin balancer (see `balancer`).
+    /// Server instances on that database, behind a round-robin balancer (see `backend::balanced`).
     pub instances: usize,
 }
 
@@ -38,9 +39,31 @@ pub struct ServerFaults {
 pub const TICK: Duration = Duration::from_millis(250);
 
 impl ServerFaults {
-    /// Whether the server must run as a child process (it gets killed).
-    fn child(&self) -> bool {
-        self.kill_rate > 0.0
+    /// The backend these faults need: a child process when it gets killed, instances behind a
+    /// balancer on PostgreSQL, else `preferred`.
+    pub fn backend(&self, preferred: Kind) -> Kind {
+        if self.kill_rate > 0.0 {
+            Kind::Child
+        } else if self.postgres.is_some() {
+            Kind::Balanced
+        } else {
+            preferred
+        }
+    }
+
+    /// The server's configuration on the SQLite file `db`; its relay publishes to `broker`
+    /// (a `kafka://` address) when given.
+    pub fn server_config(&self, db: &Path, broker: Option<&str>) -> Result<ServerConfig> {
+        let mut config = ServerConfig {
+            db: db.display().to_string(),
+            lock_timeout: self.lock_timeout(),
+            broker: broker.map_or(Destination::InProcess, |b| Destination::Kafka(b.into())),
+            ..ServerConfig::default()
+        };
+        if self.unfenced {
+            config = config.without_fence().map_err(anyhow::Error::msg)?;
+        }
+        Ok(config)
     }
 
     /// The lock timeout: short when gateway steps are to outlive it.
@@ -59,138 +82,6 @@ impl ServerFaults {
             "slow_gateway_ms": 3 * self.lock_timeout().as_millis() as u64,
         })
     }
-}
-
-/// A server-mock the ride can break.
-pub enum RideServer {
-    /// In this process: nothing to kill.
-    InProcess(RunningServer),
-    /// A child process (`sendonce-sim serve`) on a fixed port.
-    Child(ChildServer),
-    /// Several instances on one PostgreSQL database behind a balancer.
-    Balanced(crate::balancer::Balanced),
-}
-
-/// The child process and what it takes to start it again.
-pub struct ChildServer {
-    child: Child,
-    args: Vec<String>,
-    addr: SocketAddr,
-}
-
-impl RideServer {
-    /// Starts the server on `db` as `faults` needs it; its relay publishes to `broker`
-    /// (a `kafka://` address) when given.
-    pub async fn start(db: &Path, faults: &ServerFaults, broker: Option<String>) -> Result<Self> {
-        let mut config = ServerConfig {
-            db: db.display().to_string(),
-            lock_timeout: faults.lock_timeout(),
-            broker: broker.map_or(Destination::InProcess, Destination::Kafka),
-            ..ServerConfig::default()
-        };
-        if faults.unfenced {
-            config = config.without_fence().map_err(anyhow::Error::msg)?;
-        }
-        if faults.postgres.is_none() && faults.instances > 1 {
-            bail!("--instances needs --db postgres://... (several instances share one database)");
-        }
-        if let Some(cluster) = &faults.postgres {
-            if faults.child() {
-                bail!("--server-kill-rate with --db postgres://... is not supported yet");
-            }
-            let balanced =
-                crate::balancer::Balanced::start(cluster, faults.instances, config).await?;
-            return Ok(Self::Balanced(balanced));
-        }
-        if !faults.child() {
-            let server = server_mock::start(config, "127.0.0.1:0".parse()?)
-                .await
-                .context("starting server-mock")?;
-            return Ok(Self::InProcess(server));
-        }
-        // A free port, kept across restarts so the phones' base URL stays valid.
-        let addr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
-        let mut args = vec![
-            "serve".to_string(),
-            "--db".into(),
-            config.db.clone(),
-            "--listen".into(),
-            addr.to_string(),
-            "--lock-timeout-ms".into(),
-            config.lock_timeout.as_millis().to_string(),
-        ];
-        if faults.unfenced {
-            args.push("--unsafe-no-fence".into());
-        }
-        if let Destination::Kafka(url) = &config.broker {
-            args.extend(["--broker".into(), url.clone()]);
-        }
-        let child = spawn(&args, addr).await?;
-        Ok(Self::Child(ChildServer { child, args, addr }))
-    }
-
-    /// `http://IP:PORT`, the same across restarts.
-    pub fn base_url(&self) -> String {
-        match self {
-            Self::InProcess(s) => s.base_url(),
-            Self::Child(c) => format!("http://{}", c.addr),
-            Self::Balanced(b) => b.base_url(),
-        }
-    }
-
-    /// SIGKILLs the child and starts it again on the same file and port.
-    pub async fn kill_and_restart(&mut self) -> Result<()> {
-        let Self::Child(c) = self else { return Ok(()) };
-        c.child.kill().context("SIGKILL server-mock")?;
-        let _ = c.child.wait();
-        c.child = spawn(&c.args, c.addr).await?;
-        Ok(())
-    }
-
-    /// Stops the server.
-    pub async fn shutdown(self) {
-        match self {
-            Self::InProcess(s) => s.shutdown().await,
-            Self::Balanced(b) => b.shutdown().await,
-            Self::Child(mut c) => {
-                let _ = c.child.kill();
-                let _ = c.child.wait();
-            }
-        }
-    }
-}
-
-impl Drop for ChildServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `sendonce-sim serve ARGS` and waits for its "listening on" line. The port may
-/// still be held for a moment by the killed process: retried a few times.
-async fn spawn(args: &[String], addr: SocketAddr) -> Result<Child> {
-    let exe = std::env::current_exe().context("own executable")?;
-    for _ in 0..50 {
-        let mut child = Command::new(&exe)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("spawning the server child")?;
-        let stdout = child.stdout.take().context("child stdout")?;
-        let line = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).map(|_| line)
-        })
-        .await??;
-        if line.starts_with("listening on") {
-            return Ok(child);
-        }
-        let _ = child.wait();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    bail!("server-mock child did not start on {addr}")
 }
 
 /// The `serve` subcommand: server-mock in this process until killed.
@@ -231,15 +122,21 @@ pub struct Chaos {
 /// (1 s to 1 h, either way), each followed by a reaper pass. `faults_patch` is the fault
 /// state to restore after a restart (faults live in the server's memory).
 pub async fn chaos(
-    server: &mut RideServer,
+    server: &mut Box<dyn Backend>,
     api: &TestApi,
     faults: &ServerFaults,
     faults_patch: &Value,
     seed: u64,
+    (timeline, clock): (&SharedTimeline, &SimClock),
     mut stop: tokio::sync::oneshot::Receiver<()>,
 ) -> Result<Chaos> {
     let mut rng = Rng::new(seed, 7_777);
     let mut done = Chaos::default();
+    if faults.kill_rate == 0.0 && faults.clock_jump_rate == 0.0 {
+        // Nothing to break: no ticks on the timeline of a deterministic ride either.
+        let _ = stop.await;
+        return Ok(done);
+    }
     loop {
         tokio::select! {
             _ = &mut stop => return Ok(done),
@@ -249,6 +146,7 @@ pub async fn chaos(
             server.kill_and_restart().await?;
             api.put_faults(faults_patch).await?;
             done.kills += 1;
+            timeline.record(None, clock.monotonic_ms(), Mark::ServerKill);
         }
         if rng.chance(faults.clock_jump_rate) {
             let ms = rng.range(1_000, 3_600_000) * if rng.chance(0.5) { 1 } else { -1 };
@@ -256,6 +154,7 @@ pub async fn chaos(
             if api.jump_clock(ms).await.is_ok() {
                 let _ = api.reap().await;
                 done.clock_jumps += 1;
+                timeline.record(None, clock.monotonic_ms(), Mark::ServerClockJump(ms));
             }
         }
     }

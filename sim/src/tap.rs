@@ -1,13 +1,17 @@
 //! The wire tap: a transport under the network simulator that sees every request that really
 //! reaches the server and every answer it really gave (before the simulator loses any).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use sendonce::transport::{
-    BoxFuture, HttpRequest, HttpResponse, HttpTransport, Method, Transport, TransportError,
+    BoxFuture, HttpRequest, HttpResponse, Method, Transport, TransportError,
 };
+use sendonce::{Clock, SimClock};
+// tokio's instant: simulated on a deterministic ride's paused clock.
+use tokio::time::Instant;
+
+use crate::timeline::{Mark, SharedTimeline};
 
 /// What one request carried.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,19 +30,19 @@ pub struct WireLog {
     /// Status look-ups that reached the server.
     pub look_ups: u64,
     /// Answers by status code.
-    pub statuses: HashMap<u16, u64>,
+    pub statuses: BTreeMap<u16, u64>,
     /// Answers carrying `Idempotent-Replayed: true`.
     pub replays: u64,
     /// Requests that got no answer from the real network (connection errors, real timeouts).
     pub transport_errors: u64,
     /// Every key sent, with the bodies sent under it (more than one body is a bug).
-    pub keys: HashMap<String, Vec<KeyUse>>,
+    pub keys: BTreeMap<String, Vec<KeyUse>>,
     /// Every answer the server gave about a key (invariant 6 checks them against the ledger).
     pub answers: Vec<KeyAnswer>,
     /// Answers an intermediary replaced with a portal or proxy page (`--proxy-garbage-rate`).
     pub garbage: u64,
     /// POSTs on the wire now: key → (sent at, the `Authorization` it carried).
-    pub in_flight: HashMap<String, (Instant, String)>,
+    pub in_flight: BTreeMap<String, (Instant, String)>,
 }
 
 /// One answer the server gave about a key.
@@ -109,18 +113,31 @@ impl WireLog {
 /// Shared by every tap of a ride.
 pub type SharedWireLog = Arc<Mutex<WireLog>>;
 
-/// A real HTTP transport that records into a [`WireLog`].
+/// The transport to the server of one phone, recording into a [`WireLog`] and the timeline.
 pub struct Tap {
-    inner: HttpTransport,
+    inner: Arc<dyn Transport>,
     log: SharedWireLog,
+    phone: usize,
+    clock: Arc<SimClock>,
+    timeline: SharedTimeline,
 }
 
 impl Tap {
-    /// A fresh HTTP client (one per SDK instance: its connections live on that instance's runtime).
-    pub fn new(log: SharedWireLog, request_timeout: Duration) -> anyhow::Result<Self> {
-        let inner = HttpTransport::new(request_timeout, Duration::from_secs(5))
-            .map_err(|e| anyhow::anyhow!("http client: {e}"))?;
-        Ok(Self { inner, log })
+    /// Wraps `inner` (a fresh one per SDK instance: a real client's connections live on its runtime).
+    pub fn new(
+        inner: Arc<dyn Transport>,
+        log: SharedWireLog,
+        phone: usize,
+        clock: Arc<SimClock>,
+        timeline: SharedTimeline,
+    ) -> Self {
+        Self {
+            inner,
+            log,
+            phone,
+            clock,
+            timeline,
+        }
     }
 
     fn before(&self, request: &HttpRequest) {
@@ -174,6 +191,18 @@ impl Tap {
             }
             Err(_) => log.transport_errors += 1,
         }
+        drop(log);
+        let mark = match answer {
+            Ok(r) => Mark::Answer {
+                status: r.status,
+                replayed: r
+                    .header("idempotent-replayed")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            },
+            Err(_) => Mark::Dropped,
+        };
+        self.timeline
+            .record(Some(self.phone), self.clock.monotonic_ms(), mark);
     }
 }
 

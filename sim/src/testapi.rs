@@ -1,8 +1,13 @@
 //! Client of the mock server's test API: users, wallets, ledger, SMS, settle.
 
+use std::sync::Arc;
+
 use anyhow::{bail, Context, Result};
+use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+use crate::backend::ServerLink;
 
 /// A user created for the ride.
 #[derive(Debug, Clone, Deserialize)]
@@ -56,22 +61,58 @@ struct Wallet {
 }
 
 /// Test API of one server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct TestApi {
-    http: reqwest::Client,
-    base: String,
+    link: Arc<dyn ServerLink>,
 }
 
 impl TestApi {
-    /// A client for the server at `base` (`http://host:port`).
-    pub fn new(base: impl Into<String>) -> Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(30))
-            .build()?;
-        Ok(Self {
-            http,
-            base: base.into(),
-        })
+    /// A client of the server behind `link`.
+    pub fn new(link: Arc<dyn ServerLink>) -> Self {
+        Self { link }
+    }
+
+    /// A client of the server at `base` (`http://host:port`) over real HTTP.
+    pub fn http(base: impl Into<String>) -> Result<Self> {
+        Ok(Self::new(Arc::new(crate::backend::HttpLink::new(
+            base.into(),
+        )?)))
+    }
+
+    /// `method path` with an optional JSON body and bearer token; the answer's JSON if 2xx.
+    async fn call<T: for<'de> Deserialize<'de>>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        token: Option<&str>,
+    ) -> Result<T> {
+        let mut headers = Vec::new();
+        if let Some(token) = token {
+            headers.push(("authorization".into(), format!("Bearer {token}")));
+        }
+        let body = match body {
+            Some(b) => {
+                headers.push(("content-type".into(), "application/json".into()));
+                serde_json::to_vec(b)?
+            }
+            None => Vec::new(),
+        };
+        let what = format!("{method} {path}");
+        let response = self
+            .link
+            .call(method, path.to_string(), headers, body)
+            .await
+            .with_context(|| what.clone())?;
+        if !(200..300).contains(&response.status) {
+            bail!("{what} answered {}", response.status);
+        }
+        let body = if response.body.is_empty() {
+            b"null".as_slice()
+        } else {
+            &response.body
+        };
+        serde_json::from_slice(body).with_context(|| format!("{what}: body"))
     }
 
     async fn get<T: for<'de> Deserialize<'de>>(
@@ -79,21 +120,7 @@ impl TestApi {
         path: &str,
         token: Option<&str>,
     ) -> Result<T> {
-        let mut request = self.http.get(format!("{}{path}", self.base));
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        let response = request
-            .send()
-            .await
-            .with_context(|| format!("GET {path}"))?;
-        if !response.status().is_success() {
-            bail!("GET {path} answered {}", response.status());
-        }
-        response
-            .json()
-            .await
-            .with_context(|| format!("GET {path}: body"))
+        self.call(Method::GET, path, None, token).await
     }
 
     async fn post<T: for<'de> Deserialize<'de>>(
@@ -101,20 +128,7 @@ impl TestApi {
         path: &str,
         body: serde_json::Value,
     ) -> Result<T> {
-        let response = self
-            .http
-            .post(format!("{}{path}", self.base))
-            .json(&body)
-            .send()
-            .await
-            .with_context(|| format!("POST {path}"))?;
-        if !response.status().is_success() {
-            bail!("POST {path} answered {}", response.status());
-        }
-        response
-            .json()
-            .await
-            .with_context(|| format!("POST {path}: body"))
+        self.call(Method::POST, path, Some(&body), None).await
     }
 
     /// Creates a user with an opening balance.
@@ -187,28 +201,17 @@ impl TestApi {
 
     /// Merges `patch` into the server's fault switches.
     pub async fn put_faults(&self, body: &serde_json::Value) -> Result<()> {
-        let response = self
-            .http
-            .put(format!("{}/v1/test/faults", self.base))
-            .json(&body)
-            .send()
+        let _: serde_json::Value = self
+            .call(Method::PUT, "/v1/test/faults", Some(body), None)
             .await?;
-        if !response.status().is_success() {
-            bail!("PUT /v1/test/faults answered {}", response.status());
-        }
         Ok(())
     }
 
     /// Switches every server fault off.
     pub async fn clear_faults(&self) -> Result<()> {
-        let response = self
-            .http
-            .delete(format!("{}/v1/test/faults", self.base))
-            .send()
+        let _: serde_json::Value = self
+            .call(Method::DELETE, "/v1/test/faults", None, None)
             .await?;
-        if !response.status().is_success() {
-            bail!("DELETE /v1/test/faults answered {}", response.status());
-        }
         Ok(())
     }
 

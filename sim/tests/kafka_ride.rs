@@ -32,6 +32,10 @@ fn a_ride_through_kafka_keeps_every_invariant() {
         .unwrap_or_else(|e| panic!("JSON report ({e}): {stdout}\n{stderr}"));
     assert_eq!(out.status.code(), Some(0), "ride failed: {r:#}\n{stderr}");
     assert_eq!(r["invariants_ok"], true);
+    // Both causes of real time named: the killed server and the broker.
+    let why = r["not_deterministic_because"].as_str().unwrap_or("");
+    assert_eq!(r["deterministic"], false, "{r:#}");
+    assert!(why.contains("SIGKILL") && why.contains("Kafka"), "{r:#}");
     // The consumers really were broken: a replay from offset 0 at least.
     assert!(stderr.contains("Kafka consumers broken"), "{stderr}");
     let downstream = r["invariants"]

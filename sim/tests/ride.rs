@@ -169,3 +169,26 @@ fn the_legacy_classification_is_caught() {
         "no clear message on stderr: {stderr}"
     );
 }
+
+/// The unfenced server caught without killing a process: a deterministic ride, so the seed replays the
+/// lease counterexample (`--timeline` draws it).
+#[test]
+fn the_unfenced_server_is_caught_in_a_deterministic_ride() {
+    let (code, r, stderr) = ride(&[
+        "--slow-gateway-rate",
+        "0.2",
+        "--seed",
+        "3",
+        "--unsafe-no-fence",
+    ]);
+    assert_eq!(
+        code, 1,
+        "the unfenced server must fail the ride: {r:#}\n{stderr}"
+    );
+    assert_eq!(r["deterministic"], true, "{r:#}");
+    assert!(
+        stderr.contains("FAIL server agrees with its ledger")
+            && stderr.contains("but the ledger has debit"),
+        "no clear message on stderr: {stderr}"
+    );
+}

@@ -48,4 +48,12 @@ fn a_ride_over_three_instances_holds_every_invariant() {
     assert_eq!(r["invariants_ok"], true);
     assert_eq!(r["double_debits"], 0);
     assert_eq!(r["lost"], 0);
+    // Real instances on a real database: the report must not claim the seed replays.
+    assert_eq!(r["deterministic"], false, "{r:#}");
+    assert!(
+        r["not_deterministic_because"]
+            .as_str()
+            .is_some_and(|w| w.contains("PostgreSQL")),
+        "{r:#}"
+    );
 }

@@ -24,7 +24,7 @@ async fn the_sdk_backs_off_on_429_and_every_transfer_ends_once() {
     let server = server_mock::start(config, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let api = TestApi::new(server.base_url()).unwrap();
+    let api = TestApi::http(server.base_url()).unwrap();
     let a = api.create_user("a", 1_000_000, "BDT").await.unwrap();
     let b = api.create_user("b", 0, "BDT").await.unwrap();
     let config = SdkConfig::builder(server.base_url(), dir.path().join("phone.db"))

@@ -31,7 +31,7 @@ async fn setup(dir: &std::path::Path) -> (RunningServer, Sdk, String, Arc<States
     let server = server_mock::start(config, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let api = TestApi::new(server.base_url()).unwrap();
+    let api = TestApi::http(server.base_url()).unwrap();
     let a = api.create_user("a", 1_000_000, "BDT").await.unwrap();
     let b = api.create_user("b", 0, "BDT").await.unwrap();
     let config = SdkConfig::builder(server.base_url(), dir.join("phone.db"))

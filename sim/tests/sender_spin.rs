@@ -28,7 +28,7 @@ async fn queued_transfers_do_not_spin_the_sender() {
     let server = server_mock::start(config, "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
-    let api = sendonce_sim::testapi::TestApi::new(server.base_url()).unwrap();
+    let api = sendonce_sim::testapi::TestApi::http(server.base_url()).unwrap();
     let a = api.create_user("a", 10_000_000, "BDT").await.unwrap();
     let b = api.create_user("b", 0, "BDT").await.unwrap();
     let cfg = SdkConfig::builder(server.base_url(), dir.path().join("p.db"))

@@ -8,7 +8,8 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+// tokio's instant: the real one, except in a deterministic ride (paused clock).
+use tokio::time::Instant;
 
 use serde::Serialize;
 
@@ -307,6 +308,18 @@ pub async fn open(db: &str, pool_size: usize, instance: Instance) -> Result<Shar
             .map_err(|e| DbError::Task(e.to_string()))??;
         Ok(Arc::new(store))
     }
+}
+
+/// Opens the SQLite file `db` with every call inline on the caller's thread (deterministic rides:
+/// see [`crate::db::Db::open_inline`]). PostgreSQL is refused: its pool, network and leases run in
+/// real time, so no simulation replays on it.
+pub fn open_inline(db: &str, instance: Instance) -> Result<SharedStore, DbError> {
+    if is_postgres(db) {
+        return Err(DbError::Task(
+            "a simulated clock needs a SQLite store; PostgreSQL runs in real time".into(),
+        ));
+    }
+    Ok(Arc::new(sqlite::SqliteStore::open_inline(db, instance)?))
 }
 
 #[cfg(test)]

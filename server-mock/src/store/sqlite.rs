@@ -35,6 +35,14 @@ impl SqliteStore {
             instance,
         })
     }
+
+    /// Like [`SqliteStore::open`], every call inline on the caller's thread (deterministic rides).
+    pub fn open_inline(path: &str, instance: Instance) -> Result<Self, DbError> {
+        Ok(Self {
+            db: Db::open_inline(path)?,
+            instance,
+        })
+    }
 }
 
 impl Store for SqliteStore {

@@ -1,7 +1,7 @@
 //! Invariant 6: the server never contradicts its ledger, held against every answer the wire
 //! tap and the dashboards saw.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use super::Findings;
 use crate::tap::KeyAnswer;
@@ -10,7 +10,7 @@ use crate::testapi::Entry;
 /// Invariant 6: every answer the server gave about a key agrees with the ledger at the end.
 pub(super) fn check_answers(
     answers: &[KeyAnswer],
-    debits_by_key: &HashMap<&str, Vec<&Entry>>,
+    debits_by_key: &BTreeMap<&str, Vec<&Entry>>,
 ) -> Findings {
     let mut out = Findings::default();
     for a in answers {

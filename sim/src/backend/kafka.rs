@@ -3,6 +3,9 @@
 //! SMS consumer run as child processes (built beside this binary: `cargo build -p
 //! sendonce-streams`), are SIGKILLed and restarted now and then, and are all replayed from
 //! offset 0 once mid-ride. The checker then reads credits and SMS from their databases.
+//!
+//! Not a server backend but beside them: any real-time backend's relay can publish to the broker.
+//! Processes and a broker in real time: such a ride is not deterministic ([`NOT_DETERMINISTIC`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,6 +31,9 @@ const TICK: Duration = Duration::from_millis(500);
 const KILL_RATE: f64 = 0.2;
 /// The tick of the mid-ride replay from offset 0.
 const REPLAY_TICK: u64 = 4;
+/// Why a ride with `--broker` does not replay its seed.
+pub const NOT_DETERMINISTIC: &str =
+    "--broker: credits and SMS through a real Kafka broker and consumer processes SIGKILLed in real time";
 
 /// What the Kafka side's chaos did.
 #[derive(Debug, Default, Clone, Copy)]

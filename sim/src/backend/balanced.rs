@@ -7,6 +7,8 @@
 //! are sent to every instance. An instance that drops a connection (the "response lost
 //! after commit" fault) makes the balancer answer 502, as a real one would: an
 //! intermediary's answer, which the phone must treat as unknown.
+//!
+//! Real sockets, a real database and real time: such a ride is not deterministic.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,13 +19,17 @@ use axum::body::{to_bytes, Body};
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::Response;
+use sendonce::transport::BoxFuture;
 use server_mock::{RunningServer, ServerConfig};
+
+use super::{Backend, Determinism, HttpLink, ServerLink};
 
 /// The instances and the balancer in front of them.
 pub struct Balanced {
     servers: Vec<RunningServer>,
     addr: std::net::SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    link: Arc<dyn ServerLink>,
 }
 
 struct Upstreams {
@@ -96,24 +102,44 @@ impl Balanced {
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
+        let link = Arc::new(HttpLink::new(format!("http://{addr}"))?);
         Ok(Self {
             servers,
             addr,
             task,
+            link,
         })
     }
+}
 
-    /// The balancer's `http://IP:PORT`.
-    pub fn base_url(&self) -> String {
+impl Backend for Balanced {
+    fn base_url(&self) -> String {
         format!("http://{}", self.addr)
     }
-
-    /// Stops the balancer and every instance.
-    pub async fn shutdown(self) {
-        self.task.abort();
-        for s in self.servers {
-            s.shutdown().await;
-        }
+    fn link(&self) -> Arc<dyn ServerLink> {
+        self.link.clone()
+    }
+    fn phone_link(&self) -> Option<Arc<dyn ServerLink>> {
+        None
+    }
+    fn determinism(&self) -> Determinism {
+        Determinism::RealTime(format!(
+            "--db postgres://…: {} server instance(s) on a real PostgreSQL database behind a \
+             balancer, over real HTTP in real time",
+            self.servers.len()
+        ))
+    }
+    fn kill_and_restart(&mut self) -> BoxFuture<'_, Result<()>> {
+        // The instances run in this process: nothing to SIGKILL (--server-kill-rate is refused).
+        Box::pin(async { Ok(()) })
+    }
+    fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            self.task.abort();
+            for s in self.servers {
+                s.shutdown().await;
+            }
+        })
     }
 }
 
