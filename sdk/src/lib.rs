@@ -32,6 +32,7 @@ mod core;
 mod error;
 mod model;
 pub mod netsim;
+pub mod probe;
 pub mod schedule;
 mod sdk;
 mod sender;

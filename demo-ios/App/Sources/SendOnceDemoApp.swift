@@ -2,32 +2,67 @@ import DemoViewModel
 import Network
 import SwiftUI
 
-/// Platform lifecycle only: creates the view model once and forwards `NWPathMonitor`'s connectivity
-/// changes to it. No transfer logic here. (There is no close on background: iOS may kill the app at any
-/// time, and the SDK has already persisted every confirmed transfer; the next launch resumes it.)
+/// Platform lifecycle only: one view model per scene, restored from the scene's storage, and
+/// `NWPathMonitor`'s connectivity changes forwarded to it. No transfer logic here. (There is no close on
+/// background: iOS may kill the app at any time, and the SDK has already persisted every confirmed
+/// transfer; the next launch resumes it, and the scene's saved transfer id brings its receipt back.)
 @main
 struct SendOnceDemoApp: App {
-    @State private var vm = DemoViewModel(directory: SendOnceDemoApp.dataDirectory())
-    @State private var monitor = NWPathMonitor()
-
     var body: some Scene {
-        WindowGroup {
-            ContentView(vm: vm)
-                .task {
-                    // The SDK wakes every waiting retry at once when the network comes back.
-                    let model = vm
-                    monitor.pathUpdateHandler = { path in
-                        let available = path.status == .satisfied
-                        Task { @MainActor in model.onNetworkChanged(available) }
-                    }
-                    monitor.start(queue: DispatchQueue(label: "io.sendonce.demo.network"))
-                }
-        }
+        WindowGroup { DemoScene() }
     }
 
-    /// Application Support/sendonce: the SDK's database and the demo account (kept across launches).
+    /// Application Support/sendonce: the demo account (kept across launches).
     static func dataDirectory() -> URL {
         let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)[0]
         return base.appendingPathComponent("sendonce", isDirectory: true)
+    }
+
+    /// Application Support/sendonce/db: the SDK's database, excluded from iCloud backup and protected
+    /// `completeUntilFirstUserAuthentication` (DatabaseLocation prepares it).
+    static func databaseDirectory() -> URL {
+        dataDirectory().appendingPathComponent("db", isDirectory: true)
+    }
+}
+
+/// The scene: its `@SceneStorage` keeps the local id of the transfer on screen across process death.
+struct DemoScene: View {
+    @SceneStorage("sendonce.transferId") private var savedTransferId = ""
+    @State private var vm: DemoViewModel?
+    @State private var monitor = NWPathMonitor()
+
+    var body: some View {
+        Group {
+            if let vm { ContentView(vm: vm) } else { ProgressView() }
+        }
+        .task {
+            guard vm == nil else { return }
+            let model = DemoViewModel(
+                directory: SendOnceDemoApp.dataDirectory(), memory: SceneMemory($savedTransferId),
+                databaseDirectory: SendOnceDemoApp.databaseDirectory()
+            )
+            vm = model
+            // The SDK wakes every waiting retry at once when the network comes back.
+            monitor.pathUpdateHandler = { path in
+                let available = path.status == .satisfied
+                Task { @MainActor in model.onNetworkChanged(available) }
+            }
+            monitor.start(queue: DispatchQueue(label: "io.sendonce.demo.network"))
+        }
+    }
+}
+
+/// `@SceneStorage` behind the view model's `ScreenMemory` ("" stands for none).
+@MainActor
+final class SceneMemory: ScreenMemory {
+    private let storage: Binding<String>
+
+    init(_ storage: Binding<String>) {
+        self.storage = storage
+    }
+
+    var transferId: String? {
+        get { storage.wrappedValue.isEmpty ? nil : storage.wrappedValue }
+        set { storage.wrappedValue = newValue ?? "" }
     }
 }

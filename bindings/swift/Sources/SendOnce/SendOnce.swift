@@ -1,7 +1,7 @@
 // The idiomatic Swift surface of sendonce: `async throws` calls, `AsyncStream`s of states, and the
 // generated value types (Transfer, TransferState, ComposerState, NetworkProfile, SendOnceError, ...)
 // re-exported, so apps need only `import SendOnce`. Every decision is made in Rust; this layer only
-// forwards calls and turns listener callbacks into streams.
+// forwards calls, keeps disk work off the caller's thread and turns listener callbacks into streams.
 @_exported import SendOnceFFI
 import Foundation
 
@@ -10,81 +10,126 @@ import Foundation
 /// restarts of the app.
 ///
 /// ```swift
-/// let sdk = try SendOnce(config: SendOnceConfig(baseUrl: "https://api.example.com", dbPath: path, accessToken: AccessToken(value: token)))
+/// let sdk = try await SendOnce.open(SendOnceConfig(baseUrl: "https://api.example.com", dbPath: path, accessToken: AccessToken(value: token)))
 /// let transfer = try await sdk.sendTransfer(TransferRequest(toUserId: "usr_42", amountMinor: 50_000, currency: "BDT"))
 /// let outcome = try await sdk.outcome(of: transfer.localId)
+/// sdk.close()
 /// ```
 ///
-/// Every call throws `SendOnceError`; after `close()` every call throws `SendOnceError.Closed`.
-public final class SendOnce: @unchecked Sendable {
+/// Safe from the MainActor: every call that touches the disk or the network is `async` and runs on the
+/// SDK's own queue or threads; every async call honours Task cancellation. Amounts are `Int64` minor units
+/// of the currency (paisa for BDT: `50_000` is 500.00 BDT), from 1 to `SendOnce.maxAmountMinor`. Every call
+/// throws `SendOnceError`; after `close()` every call throws `SendOnceError.Closed` and every stream ends.
+public final class SendOnce: Sendable {
     /// Version of the Rust core these bindings were generated from.
     public static var version: String { sdkVersion() }
 
-    private let core: SendOnceCore
-    private let lock = NSLock()
-    private var closed = false
-    private var listenerId: UInt64 = 0
-    private let list = Broadcast<[Transfer]>([])
-    private var callbacks: [UUID: @Sendable (Transfer) throws -> Void] = [:]
+    /// Largest amount of one transfer, in minor units of its currency.
+    public static var maxAmountMinor: Int64 { SendOnceFFI.maxAmountMinor() }
 
-    /// Opens the file, recovers every unfinished transfer and resumes sending.
-    public init(config: SendOnceConfig) throws {
-        core = try SendOnceCore.open(config: config)
-        listenerId = try core.addListener(listener: TransferRelay(self))
-        refresh()
+    private struct State {
+        var closed = false
+        var listenerId: UInt64 = 0
+        var loaded = false
+        var early: [Transfer] = []
+        var callbacks: [UUID: @Sendable (Transfer) throws -> Void] = [:]
+        var composers: [WeakComposer] = []
     }
 
-    /// Opens the file, recovers every unfinished transfer and resumes sending.
-    public static func open(_ config: SendOnceConfig) throws -> SendOnce {
-        try SendOnce(config: config)
+    private let core: SendOnceCore
+    private let state = Locked(State())
+    private let list = Broadcast<[Transfer]>([])
+
+    private init(core: SendOnceCore) {
+        self.core = core
+    }
+
+    /// Opens the file (off the caller's thread), recovers every unfinished transfer and resumes sending.
+    public static func open(_ config: SendOnceConfig) async throws -> SendOnce {
+        try await offCallerThread {
+            let sdk = SendOnce(core: try SendOnceCore.open(config: config))
+            try sdk.start()
+            return sdk
+        }
     }
 
     deinit {
         close()
     }
 
-    /// The user confirmed: mints the key, commits the transfer durably and returns it; sending starts at once.
-    public func sendTransfer(_ request: TransferRequest) async throws -> Transfer {
-        try await core.sendTransfer(request: request)
+    /// Registers with Rust first, then reads, so no change falls between the read and the listener.
+    private func start() throws {
+        let id = try core.addListener(listener: TransferRelay(self))
+        state.withLock { $0.listenerId = id }
+        let first = try core.transfers()
+        list.publish { _ in
+            let early = state.withLock { s in
+                s.loaded = true
+                defer { s.early = [] }
+                return s.early
+            }
+            // A change delivered while the read ran may be older than what the read saw: keep the newer.
+            return early.reduce(first) { list, t in
+                guard let seen = list.first(where: { $0.localId == t.localId }), t.updatedAt < seen.updatedAt else {
+                    return merged(list, t)
+                }
+                return list
+            }
+        }
     }
 
-    /// Shorthand of `sendTransfer(_:)` with the request's fields.
+    /// The user confirmed: mints the key, commits the transfer durably and returns it; sending starts at once.
+    public func sendTransfer(_ request: TransferRequest) async throws -> Transfer {
+        let core = try live()
+        return try await cancellable { try await core.sendTransfer(request: request) }
+    }
+
+    /// Shorthand of `sendTransfer(_:)` with the request's fields (`amountMinor` in minor units of `currency`).
     public func sendTransfer(to toUserId: String, amountMinor: Int64, currency: String, note: String? = nil) async throws -> Transfer {
         try await sendTransfer(TransferRequest(toUserId: toUserId, amountMinor: amountMinor, currency: currency, note: note))
     }
 
     /// One transfer by local id.
-    public func transfer(_ localId: String) throws -> Transfer {
-        try core.transfer(localId: localId)
+    public func transfer(_ localId: String) async throws -> Transfer {
+        try await io { try $0.transfer(localId: localId) }
     }
 
-    /// Every transfer, newest first.
-    public func transfers() throws -> [Transfer] {
-        try core.transfers()
+    /// One page of the history, newest first: up to `limit` (at most 500) transfers after the one with local
+    /// id `after` (the last of the previous page; nil for the first). Pages never repeat or skip a transfer
+    /// while new ones are added; `.NotFound` if `after` was pruned meanwhile.
+    public func transfers(after: String?, limit: UInt32) async throws -> [Transfer] {
+        try await io { try $0.transfersPage(after: after, limit: limit) }
     }
 
     /// Transfers not yet final, newest first.
-    public func unfinishedTransfers() throws -> [Transfer] {
-        try core.unfinishedTransfers()
+    public func unfinishedTransfers() async throws -> [Transfer] {
+        try await io { try $0.unfinishedTransfers() }
     }
 
-    /// Waits until the transfer is settled (final, or handed to the user as NeedsAttention).
+    /// Waits until the transfer is settled (final, or handed to the user as NeedsAttention); throws
+    /// `CancellationError` as soon as the calling task is cancelled.
     public func outcome(of localId: String) async throws -> Transfer {
-        try await core.waitForOutcome(localId: localId)
+        let core = try live()
+        return try await cancellable { try await core.waitForOutcome(localId: localId) }
     }
 
     /// Resolves a NeedsAttention transfer now through the status look-up by key (never a new key).
     public func resolve(_ localId: String) async throws -> Transfer {
-        try await core.resolve(localId: localId)
+        let core = try live()
+        return try await cancellable { try await core.resolve(localId: localId) }
     }
 
-    /// The list of transfers (newest first): the current one at once, then after every change.
-    /// The stream ends when the SDK is closed or the consumer stops iterating.
+    /// The list of transfers (newest first): the current one at once, then after every change, built from
+    /// the changed transfer each listener call delivers. Ends when the SDK closes or the consumer stops.
     public func transferUpdates() -> AsyncStream<[Transfer]> {
         list.stream(.bufferingNewest(1))
     }
 
-    /// The states of one transfer: the current one at once, then every change, until it is settled.
+    /// The latest list `transferUpdates()` delivered (no I/O).
+    public var currentTransfers: [Transfer] { list.value }
+
+    /// The states of one transfer: the current one at once, then every change, until it is settled or the
+    /// SDK closes.
     public func updates(of localId: String) -> AsyncStream<Transfer> {
         let lists = transferUpdates()
         return AsyncStream { continuation in
@@ -102,121 +147,164 @@ public final class SendOnce: @unchecked Sendable {
         }
     }
 
-    /// Calls `body` at every change of any transfer, on an SDK thread. Whatever it throws is ignored.
-    /// Keep the token: cancelling it (or dropping the SDK) unregisters.
-    @discardableResult
+    /// Calls `body` with the changed transfer at every change of any transfer, on an SDK thread. Whatever it
+    /// throws is ignored. Keep the token: cancelling or releasing it (or closing the SDK) unregisters.
     public func addListener(_ body: @escaping @Sendable (Transfer) throws -> Void) -> ListenerToken {
         let id = UUID()
-        lock.lock()
-        callbacks[id] = body
-        lock.unlock()
+        state.withLock { $0.callbacks[id] = body }
         return ListenerToken { [weak self] in
-            guard let self else { return }
-            self.lock.lock()
-            self.callbacks[id] = nil
-            self.lock.unlock()
+            _ = self?.state.withLock { $0.callbacks.removeValue(forKey: id) }
         }
     }
 
     /// The host app's connectivity signal; `true` wakes every waiting retry at once.
-    public func setNetworkAvailable(_ available: Bool) throws {
-        try core.setNetworkAvailable(available: available)
+    public func setNetworkAvailable(_ available: Bool) async throws {
+        try await io { try $0.setNetworkAvailable(available: available) }
     }
 
     /// Replaces the bearer token (nil to forget it); transfers waiting for credentials resume.
-    public func setAccessToken(_ token: String?) throws {
-        try core.setAccessToken(token: token)
+    public func setAccessToken(_ token: String?) async throws {
+        try await io { try $0.setAccessToken(token: token) }
     }
 
     /// Train mode: switches the network simulator at run time; `seed` makes the faults reproducible.
-    public func setNetworkProfile(_ profile: NetworkProfile, seed: UInt64 = 0) throws {
-        try core.setNetworkProfile(profile: profile, seed: seed)
+    public func setNetworkProfile(_ profile: NetworkProfile, seed: UInt64 = 0) async throws {
+        try await io { try $0.setNetworkProfile(profile: profile, seed: seed) }
     }
 
     /// The network profile in force.
-    public func networkProfile() throws -> NetworkProfile {
-        try core.networkProfile()
+    public func networkProfile() async throws -> NetworkProfile {
+        try await io { try $0.networkProfile() }
     }
 
     /// What the network simulator did so far.
-    public func networkStats() throws -> NetsimStats {
-        try core.networkStats()
+    public func networkStats() async throws -> NetsimStats {
+        try await io { try $0.networkStats() }
     }
 
-    /// A composer for one confirm screen.
-    public func composer() throws -> Composer {
-        try Composer(core: core.composer())
+    /// A composer for one confirm screen; closed with the SDK at the latest.
+    public func composer() async throws -> Composer {
+        try track(await io { try Composer(core: $0.composer()) })
     }
 
-    /// A composer re-attached to a transfer confirmed earlier (after the app was killed).
-    public func composer(for localId: String) throws -> Composer {
-        try Composer(core: core.composerFor(localId: localId))
+    /// The composer of a transfer confirmed earlier, e.g. by a scene the system discarded: keep its local id
+    /// in `@SceneStorage` and re-attach here. The SDK decides what it shows (Send stays off unless the
+    /// transfer is final) and it reaches the receipt like the original screen would.
+    public func composer(for localId: String) async throws -> Composer {
+        try track(await io { try Composer(core: $0.composerFor(localId: localId)) })
+    }
+
+    /// The composer for a confirm screen the system may have discarded: pass the local id the scene saved in
+    /// `@SceneStorage` (nil if none). The SDK decides: that transfer, finished or not (so a receipt survives
+    /// process death); else the newest unfinished transfer; else a fresh composer.
+    public func restoreComposer(savedLocalId: String?) async throws -> Composer {
+        try track(await io { try Composer(core: $0.restoreComposer(savedLocalId: savedLocalId)) })
     }
 
     /// Stops sending and releases the file. Nothing is lost: a request cut off here is sent again, with the
-    /// same key, on the next open. Safe to call twice; ends every stream.
+    /// same key, on the next open. Safe to call twice; ends every stream, of the SDK and of its composers.
+    /// No store transaction runs here: the SDK aborts its tasks and drops the file lock.
     public func close() {
-        lock.lock()
-        if closed {
-            lock.unlock()
-            return
+        let taken: (UInt64, [WeakComposer])? = state.withLock { s in
+            if s.closed { return nil }
+            s.closed = true
+            s.callbacks.removeAll()
+            defer { s.composers = [] }
+            return (s.listenerId, s.composers)
         }
-        closed = true
-        callbacks.removeAll()
-        let id = listenerId
-        lock.unlock()
+        guard let (id, composers) = taken else { return }
+        for composer in composers {
+            composer.value?.close()
+        }
         try? core.removeListener(id: id)
         try? core.shutdown()
         list.finish()
     }
 
+    private func live() throws -> SendOnceCore {
+        if state.withLock({ $0.closed }) { throw SendOnceError.Closed }
+        return core
+    }
+
+    /// A synchronous FFI call that may touch the disk, run off the caller's thread.
+    private func io<T: Sendable>(_ body: @escaping @Sendable (SendOnceCore) throws -> T) async throws -> T {
+        let core = try live()
+        return try await offCallerThread { try body(core) }
+    }
+
+    private func track(_ composer: Composer) -> Composer {
+        state.withLock { s in
+            s.composers.removeAll { $0.value == nil }
+            s.composers.append(WeakComposer(value: composer))
+        }
+        return composer
+    }
+
     fileprivate func changed(_ transfer: Transfer) {
-        refresh()
-        lock.lock()
-        let bodies = Array(callbacks.values)
-        lock.unlock()
+        let (deliver, bodies) = state.withLock { s -> (Bool, [@Sendable (Transfer) throws -> Void]) in
+            if s.closed { return (false, []) }
+            if !s.loaded {
+                s.early.append(transfer)
+                return (false, [])
+            }
+            return (true, Array(s.callbacks.values))
+        }
+        guard deliver else { return }
+        list.publish { merged($0, transfer) }
         for body in bodies {
             // A listener's failure is its own; the SDK carries on.
             try? body(transfer)
         }
     }
-
-    /// Re-reads the list from the SDK (the one source of truth) and hands it to every stream, in order.
-    private func refresh() {
-        list.publish { _ in try? core.transfers() }
-    }
 }
 
-/// Unregisters a listener when cancelled.
-public final class ListenerToken: @unchecked Sendable {
-    private let onCancel: () -> Void
-    private var cancelled = false
-    private let lock = NSLock()
+/// `list` with `t` in place of its older state, or inserted where the newest-first order puts it.
+func merged(_ list: [Transfer], _ t: Transfer) -> [Transfer] {
+    var out = list
+    if let at = out.firstIndex(where: { $0.localId == t.localId }) {
+        out[at] = t
+        return out
+    }
+    let newer = { (a: Transfer, b: Transfer) in a.createdAt != b.createdAt ? a.createdAt > b.createdAt : a.localId > b.localId }
+    out.insert(t, at: out.firstIndex(where: { newer(t, $0) }) ?? out.count)
+    return out
+}
 
-    init(_ onCancel: @escaping () -> Void) {
-        self.onCancel = onCancel
+/// A weak reference; kept inside a `Locked`, which makes it safe to share.
+struct Weak<Object: AnyObject> {
+    weak var value: Object?
+}
+
+private typealias WeakComposer = Weak<Composer>
+
+/// Unregisters a listener when cancelled or released.
+public final class ListenerToken: Sendable {
+    private let onCancel: Locked<(@Sendable () -> Void)?>
+
+    init(_ onCancel: @escaping @Sendable () -> Void) {
+        self.onCancel = Locked(onCancel)
+    }
+
+    deinit {
+        cancel()
     }
 
     /// Stops the listener; safe to call twice.
     public func cancel() {
-        lock.lock()
-        let first = !cancelled
-        cancelled = true
-        lock.unlock()
-        if first { onCancel() }
+        onCancel.take()?()
     }
 }
 
 /// Holds the SDK weakly: the native side keeps the listener alive, it must not keep the SDK alive.
-private final class TransferRelay: TransferListener, @unchecked Sendable {
-    weak var owner: SendOnce?
+private final class TransferRelay: TransferListener {
+    private let owner: Locked<Weak<SendOnce>>
 
     init(_ owner: SendOnce) {
-        self.owner = owner
+        self.owner = Locked(Weak(value: owner))
     }
 
     func onTransferChanged(transfer: Transfer) throws {
-        owner?.changed(transfer)
+        owner.withLock { $0.value }?.changed(transfer)
     }
 }
 

@@ -17,22 +17,31 @@ public enum Texts {
             + "(cargo run -p server-mock -- --listen 127.0.0.1:8080)? Check the server URL in Settings."
     }
 
-    /// The SDK's per-transfer limit (1e12 minor units), for the invalid-amount text.
-    public static let maxAmountMinor: Int64 = 1_000_000_000_000
+    /// The locale money is formatted in: the device's. Tests pin it.
+    nonisolated(unsafe) public static var locale = Locale.current
 
-    /// 1250, "BDT" → "12.50 BDT".
+    /// Decimals of a currency's minor unit (2 for BDT, 0 for JPY, 3 for KWD); 2 for an unknown code.
+    static func digits(_ currency: String) -> Int {
+        // ICU knows each ISO 4217 currency's minor unit: count the decimals it writes for one unit.
+        let f = NumberFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.numberStyle = .currency
+        f.currencyCode = currency
+        guard let one = f.string(from: 1), let dot = one.firstIndex(of: ".") else { return 0 }
+        return one[one.index(after: dot)...].prefix { $0.isNumber }.count
+    }
+
+    /// 1250, "BDT" → "12.50 BDT" in English, "12,50 BDT" in German: the amount in the locale, then the code.
     public static func money(_ minor: Int64, _ currency: String) -> String {
-        let negative = minor < 0
-        let m = minor.magnitude
-        let cents = m % 100
-        var whole = String(m / 100)
-        var grouped = ""
-        while whole.count > 3 {
-            grouped = "," + whole.suffix(3) + grouped
-            whole = String(whole.dropLast(3))
-        }
-        let c = cents < 10 ? "0\(cents)" : "\(cents)"
-        return "\(negative ? "-" : "")\(whole)\(grouped).\(c) \(currency)"
+        let n = digits(currency)
+        let f = NumberFormatter()
+        f.locale = locale
+        f.numberStyle = .decimal
+        f.usesGroupingSeparator = true
+        f.minimumFractionDigits = n
+        f.maximumFractionDigits = n
+        let amount = NSDecimalNumber(mantissa: minor.magnitude, exponent: Int16(-n), isNegative: minor < 0)
+        return "\(f.string(from: amount) ?? "\(minor)") \(currency)"
     }
 
     /// The result of reading the amount field.
@@ -77,7 +86,7 @@ public enum Texts {
         let n = t.attempts
         if needsAuth { return "Waiting for sign-in — attempt \(n), the server refused the credentials" }
         if t.state == .sending { return "Waiting for network — attempt \(n), trying now" }
-        let next = t.nextAttemptAtMs ?? sdkNowMs
+        let next = t.nextAttemptAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? sdkNowMs
         let seconds = Int64((Double(max(0, next - sdkNowMs)) / clockSpeed / 1000).rounded(.up))
         return "Waiting for network — attempt \(n), next try in \(seconds)s"
     }
@@ -96,34 +105,38 @@ public enum Texts {
         }
     }
 
+    /// Switches over the SDK's typed reason; only a code newer than the bindings falls back to the code.
     static func shortReason(_ r: Rejection?) -> String {
-        switch r?.code {
-        case "insufficient_funds": return "not enough money"
-        case "recipient_not_found": return "unknown recipient"
-        case "idempotency_key_reused": return "key reused"
-        case "not_executed": return "never reached the server"
-        case "invalid_request": return "invalid request"
-        case nil, "": return "refused"
-        case let code?: return code.replacingOccurrences(of: "_", with: " ")
+        switch r?.reason {
+        case .insufficientFunds: return "not enough money"
+        case .recipientNotFound: return "unknown recipient"
+        case .recipientLimitReached: return "recipient's wallet is full"
+        case .keyReused: return "key reused"
+        case .notExecuted: return "never reached the server"
+        case .invalidRequest: return "invalid request"
+        case let .other(code): return code.isEmpty ? "refused" : code.replacingOccurrences(of: "_", with: " ")
+        case nil: return "refused"
         }
     }
 
     /// The text of a definitive no (composer state Rejected: a Rejected or Failed transfer).
-    public static func rejectionText(_ reason: Rejection, _ t: Transfer) -> String {
-        switch reason.code {
-        case "insufficient_funds":
+    public static func rejectionText(_ rejection: Rejection, _ t: Transfer) -> String {
+        switch rejection.reason {
+        case .insufficientFunds:
             return "Not enough money: your balance is lower than \(money(t.amountMinor, t.currency)). Nothing was sent."
-        case "recipient_not_found":
+        case .recipientNotFound:
             return "Unknown recipient: no account has the id \(t.toUserId). Nothing was sent."
-        case "idempotency_key_reused":
+        case .recipientLimitReached:
+            return "The recipient's wallet cannot hold \(money(t.amountMinor, t.currency)) more. Nothing was sent."
+        case .keyReused:
             return "Refused: this transfer's key was already used for a different request (key reused). "
                 + "No money moved twice. This is a bug in the app — please report it."
-        case "not_executed":
+        case .notExecuted:
             return "The server never received this transfer. No money moved."
-        case "invalid_request":
-            return "The server refused the request: \(reason.detail.isEmpty ? "invalid request" : reason.detail). Nothing was sent."
-        default:
-            return "The server said no (\(reason.httpStatus) \(reason.code)): \(reason.detail). Nothing was sent."
+        case .invalidRequest:
+            return "The server refused the request as invalid. Nothing was sent."
+        case let .other(code):
+            return "The server said no (\(rejection.httpStatus) \(code)). Nothing was sent."
         }
     }
 
@@ -136,19 +149,19 @@ public enum Texts {
         guard let e = e as? SendOnceError else { return "Something went wrong: \(e)" }
         switch e {
         case .InvalidAmount:
-            return "Invalid amount: enter more than 0 and at most \(money(maxAmountMinor, currency))."
+            return "Invalid amount: enter more than 0 and at most \(money(SendOnce.maxAmountMinor, currency))."
         case .InvalidRecipient:
             return "Invalid recipient: a user id is 1 to 128 visible characters, without spaces."
-        case let .InvalidCurrency(message): return "Invalid currency: \(message)"
+        case .InvalidCurrency: return "Invalid currency: \(currency) is not supported."
         case .InvalidNote: return "Invalid note: at most 140 characters."
         case .Closed: return "The app is reconnecting; tap Send again in a moment."
         case .StorageFull: return "Your phone's storage is full: free some space, then tap Send again."
-        case let .StorageCorrupt(message), let .StorageUnavailable(message):
-            return "The app cannot save transfers (\(message)). Nothing was sent."
+        case .StorageCorrupt, .StorageUnavailable:
+            return "The app cannot save transfers. Nothing was sent."
         case .TransferUnfinished: return "The previous transfer is still on its way."
-        case let .LookupFailed(message): return "Could not reach the server to check: \(message). Try again later."
-        case let .InvalidConfig(message), let .AlreadyOpen(message), let .NotFound(message), let .Internal(message):
-            return "Something went wrong: \(message)"
+        case .LookupFailed: return "Could not reach the server to check. Try again later."
+        case .InvalidConfig, .AlreadyOpen, .NotFound, .Internal:
+            return "Something went wrong (\(e.messageKey))."
         }
     }
 }

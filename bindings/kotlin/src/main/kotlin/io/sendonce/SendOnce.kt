@@ -1,12 +1,16 @@
 package io.sendonce
 
+import kotlinx.coroutines.CoroutineDispatcher
+import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.MutableStateFlow
-import kotlinx.coroutines.flow.StateFlow
-import kotlinx.coroutines.flow.asStateFlow
 import kotlinx.coroutines.flow.distinctUntilChanged
 import kotlinx.coroutines.flow.map
+import kotlinx.coroutines.flow.transformWhile
+import kotlinx.coroutines.withContext
 import java.lang.ref.WeakReference
+import java.util.Collections
+import java.util.WeakHashMap
 import java.util.concurrent.CopyOnWriteArrayList
 import java.util.concurrent.atomic.AtomicBoolean
 
@@ -15,59 +19,109 @@ import java.util.concurrent.atomic.AtomicBoolean
  * confirmed here is sent, with one idempotency key, until the server gives a definitive answer, across
  * restarts of the app.
  *
+ * Main-safe: every call that touches the disk or the network is `suspend` and runs on [io] (default
+ * `Dispatchers.IO`), so calling it from `Dispatchers.Main` never blocks the UI on an fsync.
+ *
  * ```
- * SendOnce.open(SendOnceConfig(baseUrl = "https://api.example.com", dbPath = dbFile.path, accessToken = AccessToken(token))).use { sdk ->
- *     val transfer = sdk.sendTransfer(TransferRequest(toUserId = "usr_42", amountMinor = 50_000, currency = "BDT"))
- *     val outcome = sdk.awaitOutcome(transfer.localId)
- * }
+ * val sdk = SendOnce.open(SendOnceConfig(baseUrl = "https://api.example.com", dbPath = dbFile.path, accessToken = AccessToken(token)))
+ * val transfer = sdk.sendTransfer(TransferRequest(toUserId = "usr_42", amountMinor = 50_000, currency = "BDT"))
+ * val outcome = sdk.awaitOutcome(transfer.localId)
+ * sdk.close()
  * ```
  *
- * Every call may throw [SendOnceException]; after [close] every call throws [SendOnceException.Closed].
+ * Amounts are `Long` minor units of the currency (paisa for BDT: `50_000` is 500.00 BDT), from 1 to
+ * [maxAmountMinor]. Every call may throw [SendOnceException]; after [close] every call throws
+ * [SendOnceException.Closed] and every flow completes.
  */
-class SendOnce private constructor(private val core: SendOnceCore) : AutoCloseable {
+class SendOnce private constructor(
+    private val core: SendOnceCore,
+    private val io: CoroutineDispatcher,
+) : AutoCloseable {
     companion object {
-        /** Opens the file, recovers every unfinished transfer and resumes sending. */
+        /** Opens the file (on [io]), recovers every unfinished transfer and resumes sending. */
         @JvmStatic
         @Throws(SendOnceException::class)
-        fun open(config: SendOnceConfig): SendOnce = SendOnce(SendOnceCore.open(config))
+        suspend fun open(config: SendOnceConfig, io: CoroutineDispatcher = Dispatchers.IO): SendOnce =
+            withContext(io) { SendOnce(SendOnceCore.open(config), io).also { it.start() } }
 
         /** Version of the Rust core. */
         @JvmStatic
         val version: String get() = sdkVersion()
+
+        /** Largest amount of one transfer, in minor units of its currency. */
+        @JvmStatic
+        val maxAmountMinor: Long get() = io.sendonce.maxAmountMinor()
     }
 
+    /** The list a flow shows, and whether the SDK closed (which completes the flows). */
+    private data class Snapshot(val list: List<Transfer>, val closed: Boolean)
+
     private val closed = AtomicBoolean(false)
-    private val refreshLock = Any()
-    private val _transfers = MutableStateFlow<List<Transfer>>(emptyList())
+    private val lock = Any()
+    private var loaded = false // guarded by lock
+    private val early = ArrayList<Transfer>() // changes delivered before the first read; guarded by lock
+    private var list = emptyList<Transfer>() // guarded by lock
+    private val snapshot = MutableStateFlow(Snapshot(emptyList(), closed = false))
     private val callbacks = CopyOnWriteArrayList<(Transfer) -> Unit>()
-    private val listenerId: ULong
+    private val composers: MutableSet<Composer> = Collections.synchronizedSet(Collections.newSetFromMap(WeakHashMap()))
+    private var listenerId: ULong = 0u
 
-    /** Every transfer, newest first, updated at every change (read from the SDK's store, never merged here). */
-    val transfers: StateFlow<List<Transfer>> = _transfers.asStateFlow()
+    /**
+     * Every transfer, newest first: the current list at once, then after every change. Built from the
+     * changed transfer each listener call delivers (never a re-read of the table). Completes on [close].
+     */
+    val transfers: Flow<List<Transfer>> =
+        snapshot.transformWhile { s -> if (s.closed) false else { emit(s.list); true } }
 
-    init {
+    /** The latest list [transfers] emitted (no I/O, never throws). */
+    val currentTransfers: List<Transfer> get() = snapshot.value.list
+
+    /** Registers with Rust first, then reads, so no change falls between the read and the listener. */
+    private fun start() {
         listenerId = core.addListener(Relay(WeakReference(this)))
-        refreshTransfers()
+        val first = core.transfers()
+        synchronized(lock) {
+            list = first
+            loaded = true
+            // A change delivered while the read ran may be older than what the read saw: keep the newer.
+            for (t in early) {
+                val seen = list.firstOrNull { it.localId == t.localId }
+                if (seen == null || !t.updatedAt.isBefore(seen.updatedAt)) list = merged(list, t)
+            }
+            early.clear()
+            snapshot.value = Snapshot(list, closed = false)
+        }
     }
 
     /** The user confirmed: mints the key, commits the transfer durably and returns it; sending starts at once. */
     @Throws(SendOnceException::class)
     suspend fun sendTransfer(request: TransferRequest): Transfer = live { core.sendTransfer(request) }
 
-    /** Shorthand of [sendTransfer] with the request's fields. */
+    /** Shorthand of [sendTransfer] with the request's fields ([amountMinor] in minor units of [currency]). */
     @Throws(SendOnceException::class)
     suspend fun sendTransfer(toUserId: String, amountMinor: Long, currency: String, note: String? = null): Transfer =
         sendTransfer(TransferRequest(toUserId = toUserId, amountMinor = amountMinor, currency = currency, note = note))
 
     /** One transfer by local id. */
     @Throws(SendOnceException::class)
-    fun transfer(localId: String): Transfer = live { core.transfer(localId) }
+    suspend fun transfer(localId: String): Transfer = live { core.transfer(localId) }
+
+    /**
+     * One page of the history, newest first: up to [limit] (at most 500) transfers after the one with local
+     * id [after] (the last of the previous page; `null` for the first). Pages never repeat or skip a
+     * transfer while new ones are added; [SendOnceException.NotFound] if [after] was pruned meanwhile.
+     */
+    @Throws(SendOnceException::class)
+    suspend fun transfers(after: String?, limit: Int): List<Transfer> {
+        require(limit >= 0) { "limit must not be negative" }
+        return live { core.transfersPage(after, limit.toUInt()) }
+    }
 
     /** Transfers not yet final, newest first. */
     @Throws(SendOnceException::class)
-    fun unfinishedTransfers(): List<Transfer> = live { core.unfinishedTransfers() }
+    suspend fun unfinishedTransfers(): List<Transfer> = live { core.unfinishedTransfers() }
 
-    /** One transfer as a flow of its states (distinct, from the moment of collection). */
+    /** One transfer as a flow of its states (distinct, from the moment of collection); completes on [close]. */
     fun transferUpdates(localId: String): Flow<Transfer?> =
         transfers.map { list -> list.firstOrNull { it.localId == localId } }.distinctUntilChanged()
 
@@ -80,8 +134,8 @@ class SendOnce private constructor(private val core: SendOnceCore) : AutoCloseab
     suspend fun resolve(localId: String): Transfer = live { core.resolve(localId) }
 
     /**
-     * Calls [listener] at every change of any transfer, on an SDK thread. An exception thrown by it is
-     * caught and ignored. Close the returned handle to unregister.
+     * Calls [listener] with the changed transfer at every change of any transfer, on an SDK thread. An
+     * exception thrown by it is caught and ignored. Close the returned handle to unregister.
      */
     fun addListener(listener: (Transfer) -> Unit): AutoCloseable {
         callbacks.add(listener)
@@ -90,58 +144,77 @@ class SendOnce private constructor(private val core: SendOnceCore) : AutoCloseab
 
     /** The host app's connectivity signal; `true` wakes every waiting retry at once. */
     @Throws(SendOnceException::class)
-    fun setNetworkAvailable(available: Boolean) = live { core.setNetworkAvailable(available) }
+    suspend fun setNetworkAvailable(available: Boolean) = live { core.setNetworkAvailable(available) }
 
     /** Replaces the bearer token (null to forget it); transfers waiting for credentials resume. */
     @Throws(SendOnceException::class)
-    fun setAccessToken(token: String?) = live { core.setAccessToken(token) }
+    suspend fun setAccessToken(token: String?) = live { core.setAccessToken(token) }
 
     /** Train mode: switches the network simulator at run time; [seed] makes the faults reproducible. */
     @Throws(SendOnceException::class)
-    fun setNetworkProfile(profile: NetworkProfile, seed: Long = 0) = live { core.setNetworkProfile(profile, seed.toULong()) }
+    suspend fun setNetworkProfile(profile: NetworkProfile, seed: Long = 0) =
+        live { core.setNetworkProfile(profile, seed.toULong()) }
 
     /** The network profile in force. */
-    val networkProfile: NetworkProfile get() = live { core.networkProfile() }
+    @Throws(SendOnceException::class)
+    suspend fun networkProfile(): NetworkProfile = live { core.networkProfile() }
 
     /** What the network simulator did so far. */
-    val networkStats: NetsimStats get() = live { core.networkStats() }
-
-    /** A composer for one confirm screen. */
     @Throws(SendOnceException::class)
-    fun composer(): Composer = live { Composer(core.composer()) }
+    suspend fun networkStats(): NetsimStats = live { core.networkStats() }
 
-    /** A composer re-attached to a transfer confirmed earlier (after the app was killed). */
+    /** A composer for one confirm screen; closed with the SDK at the latest. */
     @Throws(SendOnceException::class)
-    fun composer(localId: String): Composer = live { Composer(core.composerFor(localId)) }
+    suspend fun composer(): Composer = live { track(Composer(core.composer(), io)) }
 
     /**
-     * Stops sending and releases the file. Nothing is lost: a request cut off here is sent again, with the
-     * same key, on the next [open]. Safe to call twice.
+     * The composer of a transfer confirmed earlier, e.g. by a screen the system killed: keep its local id in
+     * `SavedStateHandle` and re-attach here. The SDK decides what it shows (Send stays off unless the
+     * transfer is final) and it reaches the receipt like the original screen would.
+     */
+    @Throws(SendOnceException::class)
+    suspend fun composer(localId: String): Composer = live { track(Composer(core.composerFor(localId), io)) }
+
+    /**
+     * The composer for a confirm screen the system may have killed: pass the local id the screen saved in
+     * `SavedStateHandle` (null if none). The SDK decides: that transfer, finished or not (so a receipt
+     * survives process death); else the newest unfinished transfer; else a fresh composer.
+     */
+    @Throws(SendOnceException::class)
+    suspend fun restoreComposer(savedLocalId: String?): Composer =
+        live { track(Composer(core.restoreComposer(savedLocalId), io)) }
+
+    /**
+     * Stops sending and releases the file; every flow (of this SDK and of its composers) completes. Nothing is
+     * lost: a request cut off here is sent again, with the same key, on the next [open]. Safe to call twice.
+     * No store transaction runs here: the SDK aborts its tasks and drops the file lock.
      */
     override fun close() {
         if (!closed.compareAndSet(false, true)) return
         callbacks.clear()
+        val open = synchronized(composers) { composers.toList() }
+        open.forEach { it.close() }
         try {
             core.removeListener(listenerId)
             core.shutdown()
         } finally {
             core.close() // frees the native handle
+            synchronized(lock) { snapshot.value = Snapshot(list, closed = true) }
         }
     }
 
-    private fun refreshTransfers() {
-        if (closed.get()) return
-        try {
-            synchronized(refreshLock) { _transfers.value = core.transfers() }
-        } catch (_: SendOnceException) {
-            // Closed meanwhile: the last list stays.
-        } catch (_: IllegalStateException) {
-            // The native handle was freed by close().
-        }
-    }
+    private fun track(composer: Composer): Composer = composer.also { composers.add(it) }
 
     private fun onChanged(transfer: Transfer) {
-        refreshTransfers()
+        synchronized(lock) {
+            if (closed.get()) return
+            if (!loaded) {
+                early.add(transfer)
+                return
+            }
+            list = merged(list, transfer)
+            snapshot.value = Snapshot(list, closed = false)
+        }
         for (callback in callbacks) {
             try {
                 callback(transfer)
@@ -152,14 +225,17 @@ class SendOnce private constructor(private val core: SendOnceCore) : AutoCloseab
         }
     }
 
-    private inline fun <T> live(block: () -> T): T {
-        if (closed.get()) throw SendOnceException.Closed("the SDK is closed")
-        try {
-            return block()
-        } catch (e: IllegalStateException) {
-            // uniffi's "object has already been destroyed": close() won a race with this call.
-            if (closed.get()) throw SendOnceException.Closed("the SDK is closed")
-            throw e
+    /** Runs [block] on [io]; maps a call that lost the race with [close] to [SendOnceException.Closed]. */
+    private suspend fun <T> live(block: suspend () -> T): T {
+        if (closed.get()) throw SendOnceException.Closed()
+        return withContext(io) {
+            try {
+                block()
+            } catch (e: IllegalStateException) {
+                // uniffi's "object has already been destroyed": close() won a race with this call.
+                if (closed.get()) throw SendOnceException.Closed()
+                throw e
+            }
         }
     }
 
@@ -173,4 +249,13 @@ class SendOnce private constructor(private val core: SendOnceCore) : AutoCloseab
             }
         }
     }
+}
+
+/** [list] with [t] in place of its older state, or inserted where the newest-first order puts it. */
+internal fun merged(list: List<Transfer>, t: Transfer): List<Transfer> {
+    val at = list.indexOfFirst { it.localId == t.localId }
+    if (at >= 0) return list.toMutableList().also { it[at] = t }
+    val newestFirst = compareByDescending<Transfer> { it.createdAt }.thenByDescending { it.localId }
+    val insertAt = list.indexOfFirst { newestFirst.compare(t, it) < 0 }.let { if (it < 0) list.size else it }
+    return list.toMutableList().also { it.add(insertAt, t) }
 }
