@@ -250,11 +250,12 @@ public final class SendOnce: Sendable {
             return (true, Array(s.callbacks.values))
         }
         guard deliver else { return }
-        list.publish { merged($0, transfer) }
+        // Listeners first: once a stream shows a change, every listener has been told of it.
         for body in bodies {
             // A listener's failure is its own; the SDK carries on.
             try? body(transfer)
         }
+        list.publish { merged($0, transfer) }
     }
 }
 

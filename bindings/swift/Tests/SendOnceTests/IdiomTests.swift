@@ -5,25 +5,7 @@ import XCTest
 
 /// What makes the Swift layer platform-native: MainActor safety, cancellation, typed errors and reasons,
 /// Dates, streams that end, listener tokens, paging and the privacy manifest.
-final class IdiomTests: XCTestCase {
-    nonisolated(unsafe) static var shared: MockServer?
-    var server: MockServer { Self.shared! }
-
-    override class func setUp() {
-        super.setUp()
-        do {
-            shared = try MockServer()
-        } catch {
-            fatalError("could not start server-mock: \(error)")
-        }
-    }
-
-    override class func tearDown() {
-        shared?.stop()
-        shared = nil
-        super.tearDown()
-    }
-
+final class IdiomTests: ServerTestCase {
     let fastRetry = RetryPolicy(base: 0.02, cap: 0.3, giveUpAfter: 86_400, jitter: true, budgetBurst: 1000, budgetPerSecond: 1000)
 
     func config(_ user: User, dbPath: String? = nil, profile: NetworkProfile? = nil) -> SendOnceConfig {

@@ -4,26 +4,7 @@ import XCTest
 @testable import SendOnce
 
 /// The Swift bindings against the real Rust library and the real server-mock on loopback.
-final class SendOnceTests: XCTestCase {
-    // One server for the whole class (started on first use, stopped at the end).
-    nonisolated(unsafe) static var shared: MockServer?
-    var server: MockServer { Self.shared! }
-
-    override class func setUp() {
-        super.setUp()
-        do {
-            shared = try MockServer()
-        } catch {
-            fatalError("could not start server-mock: \(error)")
-        }
-    }
-
-    override class func tearDown() {
-        shared?.stop()
-        shared = nil
-        super.tearDown()
-    }
-
+final class SendOnceTests: ServerTestCase {
     let fastRetry = RetryPolicy(base: 0.02, cap: 0.3, giveUpAfter: 86_400, jitter: true, budgetBurst: 1000, budgetPerSecond: 1000)
 
     func config(

@@ -212,9 +212,8 @@ class SendOnce private constructor(
                 early.add(transfer)
                 return
             }
-            list = merged(list, transfer)
-            snapshot.value = Snapshot(list, closed = false)
         }
+        // Listeners first: once a flow shows a change, every listener has been told of it.
         for (callback in callbacks) {
             try {
                 callback(transfer)
@@ -222,6 +221,11 @@ class SendOnce private constructor(
                 if (e is VirtualMachineError) throw e
                 // A listener's failure is its own; the SDK carries on.
             }
+        }
+        synchronized(lock) {
+            if (closed.get()) return
+            list = merged(list, transfer)
+            snapshot.value = Snapshot(list, closed = false)
         }
     }
 

@@ -9,34 +9,18 @@ import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withContext
 import kotlinx.coroutines.withTimeout
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.assertThrows
 import java.time.Duration
 import java.time.Instant
 import java.util.concurrent.Executors
 
 /** What makes the Kotlin layer platform-native: main safety, typed errors and reasons, times, flows, paging. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class IdiomTest {
-    private lateinit var server: MockServer
-
-    @BeforeAll
-    fun startServer() {
-        server = MockServer()
-    }
-
-    @AfterAll
-    fun stopServer() {
-        server.close()
-    }
-
+class IdiomTest : ServerTest() {
     private val fastRetry = defaultRetryPolicy().copy(
         base = Duration.ofMillis(20), cap = Duration.ofMillis(300), budgetBurst = 1000u, budgetPerSecond = 1000.0,
     )

@@ -9,14 +9,11 @@ import kotlinx.coroutines.flow.takeWhile
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.assertThrows
 import java.io.File
 import java.time.Duration
@@ -24,20 +21,7 @@ import java.util.concurrent.atomic.AtomicInteger
 import kotlin.random.Random
 
 /** The Kotlin bindings against the real Rust library and the real server-mock on loopback. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class SendOnceTest {
-    private lateinit var server: MockServer
-
-    @BeforeAll
-    fun startServer() {
-        server = MockServer()
-    }
-
-    @AfterAll
-    fun stopServer() {
-        server.close()
-    }
-
+class SendOnceTest : ServerTest() {
     private val fastRetry = defaultRetryPolicy().copy(base = Duration.ofMillis(20), cap = Duration.ofMillis(300), budgetBurst = 1000u, budgetPerSecond = 1000.0)
 
     private fun config(

@@ -1,4 +1,5 @@
-// Every string the demo shows, as pure functions of SDK values (tested without a server).
+// Every string the demo shows, as pure functions of SDK values (tested without a server). The texts of
+// the SDK's errors and rejection reasons come from resources (strings*.properties), keyed by the SDK's keys.
 package io.sendonce.demo
 
 import io.sendonce.Rejection
@@ -9,9 +10,11 @@ import io.sendonce.Transfer
 import io.sendonce.TransferState
 import io.sendonce.messageKey
 import java.math.BigDecimal
+import java.text.MessageFormat
 import java.text.NumberFormat
 import java.util.Currency
 import java.util.Locale
+import java.util.ResourceBundle
 import kotlin.math.ceil
 
 object Texts {
@@ -92,55 +95,40 @@ object Texts {
         TransferState.NEEDS_ATTENTION -> "Needs attention"
     }
 
-    /** Switches over the SDK's typed reason; only a code newer than the bindings falls back to the code. */
-    private fun shortReason(r: Rejection?): String = when (val reason = r?.reason) {
-        RejectionReason.InsufficientFunds -> "not enough money"
-        RejectionReason.RecipientNotFound -> "unknown recipient"
-        RejectionReason.RecipientLimitReached -> "recipient's wallet is full"
-        RejectionReason.KeyReused -> "key reused"
-        RejectionReason.NotExecuted -> "never reached the server"
-        RejectionReason.InvalidRequest -> "invalid request"
-        is RejectionReason.Other -> reason.code.ifEmpty { "refused" }.replace('_', ' ')
-        null -> "refused"
+    /**
+     * The demo's text for one of the SDK's message keys, from `strings.properties` (or the locale's
+     * `strings_<lang>.properties`), with [args] in MessageFormat's `{0}`, `{1}`, ...; [fallback]'s text
+     * when the key has none.
+     */
+    private fun text(key: String, fallback: String, vararg args: Any): String {
+        val bundle = ResourceBundle.getBundle(
+            "io.sendonce.demo.strings", locale, ResourceBundle.Control.getNoFallbackControl(ResourceBundle.Control.FORMAT_PROPERTIES),
+        )
+        val pattern = if (bundle.containsKey(key)) bundle.getString(key) else bundle.getString(fallback)
+        return MessageFormat(pattern, locale).format(args.map { if (it is Number) it.toString() else it }.toTypedArray())
+    }
+
+    /** The SDK's typed reason picks the text; only a code newer than the bindings falls back to the code. */
+    private fun shortReason(r: Rejection?): String {
+        val reason = r?.reason ?: return "refused"
+        val code = (reason as? RejectionReason.Other)?.code?.ifEmpty { "refused" }?.replace('_', ' ') ?: ""
+        return text("short.${reason.messageKey}", "short.sendonce.rejection.other", "", "", "", code)
     }
 
     /** The text of a definitive no (composer state Rejected: a Rejected or Failed transfer). */
-    fun rejectionText(rejection: Rejection, t: Transfer): String = when (val reason = rejection.reason) {
-        RejectionReason.InsufficientFunds ->
-            "Not enough money: your balance is lower than ${money(t.amountMinor, t.currency)}. Nothing was sent."
-        RejectionReason.RecipientNotFound ->
-            "Unknown recipient: no account has the id ${t.toUserId}. Nothing was sent."
-        RejectionReason.RecipientLimitReached ->
-            "The recipient's wallet cannot hold ${money(t.amountMinor, t.currency)} more. Nothing was sent."
-        RejectionReason.KeyReused ->
-            "Refused: this transfer's key was already used for a different request (key reused). " +
-                "No money moved twice. This is a bug in the app — please report it."
-        RejectionReason.NotExecuted ->
-            "The server never received this transfer. No money moved."
-        RejectionReason.InvalidRequest ->
-            "The server refused the request as invalid. Nothing was sent."
-        is RejectionReason.Other ->
-            "The server said no (${rejection.httpStatus} ${reason.code}). Nothing was sent."
+    fun rejectionText(rejection: Rejection, t: Transfer): String {
+        val code = (rejection.reason as? RejectionReason.Other)?.code ?: rejection.code
+        return text(
+            rejection.reason.messageKey, "sendonce.rejection.other",
+            money(t.amountMinor, t.currency), t.toUserId, rejection.httpStatus.toString(), code,
+        )
     }
 
     const val NEEDS_ATTENTION =
         "Needs attention: this transfer could not be confirmed for too long, so the app stopped retrying. " +
             "It will never be sent twice; tap Check again to ask the server what happened."
 
-    /** The text of a typed error thrown by a Send tap. */
-    fun errorText(e: SendOnceException, currency: String): String = when (e) {
-        is SendOnceException.InvalidAmount ->
-            "Invalid amount: enter more than 0 and at most ${money(SendOnce.maxAmountMinor, currency)}."
-        is SendOnceException.InvalidRecipient ->
-            "Invalid recipient: a user id is 1 to 128 visible characters, without spaces."
-        is SendOnceException.InvalidCurrency -> "Invalid currency: $currency is not supported."
-        is SendOnceException.InvalidNote -> "Invalid note: at most 140 characters."
-        is SendOnceException.Closed -> "The app is reconnecting; tap Send again in a moment."
-        is SendOnceException.StorageFull -> "Your phone's storage is full: free some space, then tap Send again."
-        is SendOnceException.StorageCorrupt, is SendOnceException.StorageUnavailable ->
-            "The app cannot save transfers. Nothing was sent."
-        is SendOnceException.TransferUnfinished -> "The previous transfer is still on its way."
-        is SendOnceException.LookupFailed -> "Could not reach the server to check. Try again later."
-        else -> "Something went wrong (${e.messageKey})."
-    }
+    /** The text of a typed error thrown by a Send tap, looked up by the SDK's message key. */
+    fun errorText(e: SendOnceException, currency: String): String =
+        text(e.messageKey, "sendonce.error.other", money(SendOnce.maxAmountMinor, currency), currency, e.messageKey)
 }

@@ -2,8 +2,8 @@ package io.sendonce.demo
 
 import io.sendonce.Json
 import io.sendonce.LedgerEntry
-import io.sendonce.MockServer
 import io.sendonce.RetryPolicy
+import io.sendonce.ServerTest
 import io.sendonce.User
 import io.sendonce.defaultRetryPolicy
 import kotlinx.coroutines.CoroutineScope
@@ -16,7 +16,6 @@ import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
 import kotlinx.coroutines.withTimeoutOrNull
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
@@ -24,9 +23,7 @@ import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Assertions.fail
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 import java.io.File
 import java.nio.file.Files
 import java.time.Duration
@@ -37,20 +34,8 @@ import java.util.concurrent.CopyOnWriteArrayList
  * The demo's view model against the real Rust library (through the Kotlin bindings) and the real
  * server-mock on loopback: what the screen shows after taps, train mode, a kill-and-reopen, and errors.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class DemoViewModelTest {
-    private lateinit var server: MockServer
+class DemoViewModelTest : ServerTest() {
     private val cleanups = CopyOnWriteArrayList<() -> Unit>()
-
-    @BeforeAll
-    fun startServer() {
-        server = MockServer()
-    }
-
-    @AfterAll
-    fun stopServer() {
-        server.close()
-    }
 
     @AfterEach
     fun cleanUp() {

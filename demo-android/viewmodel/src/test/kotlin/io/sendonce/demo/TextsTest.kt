@@ -118,4 +118,24 @@ class TextsTest {
             Texts.rejectionText(Rejection(RejectionReason.InsufficientFunds, "legacy_nsf", "", 402u), t),
         )
     }
+
+    @Test
+    fun `the texts of the SDK's keys come from the locale's resources`() {
+        val t = transfer(TransferState.REJECTED)
+        val poor = Rejection(RejectionReason.InsufficientFunds, "insufficient_funds", "", 402u)
+        try {
+            Texts.locale = Locale.GERMANY
+            assertEquals("Nicht genug Geld: Ihr Guthaben ist kleiner als 12,50 BDT. Nichts wurde gesendet.", Texts.rejectionText(poor, t))
+            assertEquals("Declined — nicht genug Geld", Texts.stateLabel(transfer(TransferState.REJECTED, rejection = poor)))
+            // A key without a German text falls back to the English one.
+            assertEquals("The previous transfer is still on its way.", Texts.errorText(SendOnceException.TransferUnfinished(), "BDT"))
+        } finally {
+            Texts.locale = Locale.US
+        }
+        assertEquals("Something went wrong (sendonce.error.internal).", Texts.errorText(SendOnceException.Internal("bug"), "BDT"))
+        assertEquals(
+            "Failed — card blocked",
+            Texts.stateLabel(transfer(TransferState.FAILED, rejection = Rejection(RejectionReason.Other("card_blocked"), "card_blocked", "", 402u))),
+        )
+    }
 }

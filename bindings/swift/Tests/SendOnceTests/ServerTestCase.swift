@@ -1,0 +1,25 @@
+import Foundation
+import SendOnceTestSupport
+import XCTest
+
+/// A test class with one real server-mock for all its tests: started before the first, stopped after the
+/// last (XCTest runs the classes one after another, so the one slot is never shared by two at once).
+class ServerTestCase: XCTestCase {
+    nonisolated(unsafe) static var shared: MockServer?
+    var server: MockServer { Self.shared! }
+
+    override class func setUp() {
+        super.setUp()
+        do {
+            shared = try MockServer()
+        } catch {
+            fatalError("could not start server-mock: \(error)")
+        }
+    }
+
+    override class func tearDown() {
+        shared?.stop()
+        shared = nil
+        super.tearDown()
+    }
+}
