@@ -13,11 +13,17 @@ import PackageDescription
 
 let package = Package(
     name: "DemoViewModel",
+    defaultLocalization: "en",
     platforms: [.iOS(.v16), .macOS(.v13)],
     products: [.library(name: "DemoViewModel", targets: ["DemoViewModel"])],
     dependencies: [.package(path: "../../bindings/swift")],
     targets: [
-        .target(name: "DemoViewModel", dependencies: [.product(name: "SendOnce", package: "swift")]),
+        .target(
+            name: "DemoViewModel",
+            dependencies: [.product(name: "SendOnce", package: "swift")],
+            // The texts of the SDK's message keys, per language (Resources/<lang>.lproj/Localizable.strings).
+            resources: [.process("Resources")]
+        ),
         .testTarget(
             name: "DemoViewModelTests",
             dependencies: ["DemoViewModel", .product(name: "SendOnceTestSupport", package: "swift")],

@@ -105,63 +105,52 @@ public enum Texts {
         }
     }
 
-    /// Switches over the SDK's typed reason; only a code newer than the bindings falls back to the code.
-    static func shortReason(_ r: Rejection?) -> String {
-        switch r?.reason {
-        case .insufficientFunds: return "not enough money"
-        case .recipientNotFound: return "unknown recipient"
-        case .recipientLimitReached: return "recipient's wallet is full"
-        case .keyReused: return "key reused"
-        case .notExecuted: return "never reached the server"
-        case .invalidRequest: return "invalid request"
-        case let .other(code): return code.isEmpty ? "refused" : code.replacingOccurrences(of: "_", with: " ")
-        case nil: return "refused"
+    /// The demo's text for one of the SDK's message keys, from `Resources/<lang>.lproj/Localizable.strings`
+    /// of `locale`'s language (English when it has none or lacks the key), with `args` as `%1$@`, `%2$@`, ...
+    static func text(_ key: String, fallback: String, _ args: String...) -> String {
+        let language = locale.identifier.split(whereSeparator: { $0 == "_" || $0 == "-" }).first.map(String.init) ?? "en"
+        let english = Bundle.module.path(forResource: "en", ofType: "lproj").flatMap(Bundle.init(path:))
+        let localized = Bundle.module.path(forResource: language, ofType: "lproj").flatMap(Bundle.init(path:))
+        let missing = "\u{0}"
+        var pattern = missing
+        for bundle in [localized, english].compactMap({ $0 }) where pattern == missing {
+            for k in [key, fallback] where pattern == missing {
+                let found = bundle.localizedString(forKey: k, value: missing, table: nil)
+                if found != missing { pattern = found }
+            }
         }
+        if pattern == missing { return key }
+        // Positional arguments by hand: Linux Foundation's String(format:) ignores the `n$` of `%n$@`.
+        return args.enumerated().reduce(pattern) { text, arg in
+            text.replacingOccurrences(of: "%\(arg.offset + 1)$@", with: arg.element)
+        }
+    }
+
+    /// The SDK's typed reason picks the text; only a code newer than the bindings falls back to the code.
+    static func shortReason(_ r: Rejection?) -> String {
+        guard let reason = r?.reason else { return "refused" }
+        var code = ""
+        if case let .other(c) = reason { code = c.isEmpty ? "refused" : c.replacingOccurrences(of: "_", with: " ") }
+        return text("short.\(reason.messageKey)", fallback: "short.sendonce.rejection.other", "", "", "", code)
     }
 
     /// The text of a definitive no (composer state Rejected: a Rejected or Failed transfer).
     public static func rejectionText(_ rejection: Rejection, _ t: Transfer) -> String {
-        switch rejection.reason {
-        case .insufficientFunds:
-            return "Not enough money: your balance is lower than \(money(t.amountMinor, t.currency)). Nothing was sent."
-        case .recipientNotFound:
-            return "Unknown recipient: no account has the id \(t.toUserId). Nothing was sent."
-        case .recipientLimitReached:
-            return "The recipient's wallet cannot hold \(money(t.amountMinor, t.currency)) more. Nothing was sent."
-        case .keyReused:
-            return "Refused: this transfer's key was already used for a different request (key reused). "
-                + "No money moved twice. This is a bug in the app — please report it."
-        case .notExecuted:
-            return "The server never received this transfer. No money moved."
-        case .invalidRequest:
-            return "The server refused the request as invalid. Nothing was sent."
-        case let .other(code):
-            return "The server said no (\(rejection.httpStatus) \(code)). Nothing was sent."
-        }
+        var code = rejection.code
+        if case let .other(c) = rejection.reason { code = c }
+        return text(
+            rejection.reason.messageKey, fallback: "sendonce.rejection.other",
+            money(t.amountMinor, t.currency), t.toUserId, String(rejection.httpStatus), code
+        )
     }
 
     public static let needsAttention =
         "Needs attention: this transfer could not be confirmed for too long, so the app stopped retrying. "
         + "It will never be sent twice; tap Check again to ask the server what happened."
 
-    /// The text of a typed error thrown by a Send tap.
+    /// The text of a typed error thrown by a Send tap, looked up by the SDK's message key.
     public static func errorText(_ e: Error, currency: String) -> String {
         guard let e = e as? SendOnceError else { return "Something went wrong: \(e)" }
-        switch e {
-        case .InvalidAmount:
-            return "Invalid amount: enter more than 0 and at most \(money(SendOnce.maxAmountMinor, currency))."
-        case .InvalidRecipient:
-            return "Invalid recipient: a user id is 1 to 128 visible characters, without spaces."
-        case .InvalidCurrency: return "Invalid currency: \(currency) is not supported."
-        case .InvalidNote: return "Invalid note: at most 140 characters."
-        case .Closed: return "The app is reconnecting; tap Send again in a moment."
-        case .StorageFull: return "Your phone's storage is full: free some space, then tap Send again."
-        case .StorageCorrupt, .StorageUnavailable:
-            return "The app cannot save transfers. Nothing was sent."
-        case .TransferUnfinished: return "The previous transfer is still on its way."
-        case .LookupFailed: return "Could not reach the server to check. Try again later."
-        case .InvalidConfig, .AlreadyOpen, .NotFound, .Internal:
-            return "Something went wrong (\(e.messageKey))."
-        }
+        return text(e.messageKey, fallback: "sendonce.error.other", money(SendOnce.maxAmountMinor, currency), currency, e.messageKey)
     }
 }

@@ -98,4 +98,18 @@ final class TextsTests: XCTestCase {
             "Not enough money: your balance is lower than 12.50 BDT. Nothing was sent."
         )
     }
+
+    func testTheTextsOfTheSdksKeysComeFromTheLocalesResources() {
+        let poor = Rejection(reason: .insufficientFunds, code: "insufficient_funds", detail: "", httpStatus: 402)
+        Texts.locale = Locale(identifier: "de_DE")
+        defer { Texts.locale = Locale(identifier: "en_US") }
+        XCTAssertEqual(Texts.rejectionText(poor, transfer(.rejected)), "Nicht genug Geld: Ihr Guthaben ist kleiner als 12,50 BDT. Nichts wurde gesendet.")
+        XCTAssertEqual(Texts.stateLabel(transfer(.rejected, rejection: poor)), "Declined — nicht genug Geld")
+        // A key without a German text falls back to the English one.
+        XCTAssertEqual(Texts.errorText(SendOnceError.TransferUnfinished, currency: "BDT"), "The previous transfer is still on its way.")
+        Texts.locale = Locale(identifier: "en_US")
+        XCTAssertEqual(Texts.errorText(SendOnceError.Internal(detail: "bug"), currency: "BDT"), "Something went wrong (sendonce.error.internal).")
+        let blocked = Rejection(reason: .other(code: "card_blocked"), code: "card_blocked", detail: "", httpStatus: 402)
+        XCTAssertEqual(Texts.stateLabel(transfer(.failed, rejection: blocked)), "Failed — card blocked")
+    }
 }
