@@ -7,26 +7,8 @@ import XCTest
 /// The demo's view model against the real Rust library (through the Swift bindings) and the real
 /// server-mock on loopback: what the screen shows after taps, train mode, a kill-and-reopen, and errors.
 /// The same scenarios as the Android demo's DemoViewModelTest.
-final class DemoViewModelTests: XCTestCase {
-    // One server for the whole class (started on first use, stopped at the end).
-    nonisolated(unsafe) static var shared: MockServer?
-    var server: MockServer { Self.shared! }
+final class DemoViewModelTests: ServerTestCase {
     var cleanups: [@MainActor () -> Void] = []
-
-    override class func setUp() {
-        super.setUp()
-        do {
-            shared = try MockServer()
-        } catch {
-            fatalError("could not start server-mock: \(error)")
-        }
-    }
-
-    override class func tearDown() {
-        shared?.stop()
-        shared = nil
-        super.tearDown()
-    }
 
     override func tearDown() async throws {
         let pending = cleanups

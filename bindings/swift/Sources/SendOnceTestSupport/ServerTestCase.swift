@@ -1,14 +1,13 @@
 import Foundation
-import SendOnceTestSupport
 import XCTest
 
 /// A test class with one real server-mock for all its tests: started before the first, stopped after the
 /// last (XCTest runs the classes one after another, so the one slot is never shared by two at once).
-class ServerTestCase: XCTestCase {
-    nonisolated(unsafe) static var shared: MockServer?
-    var server: MockServer { Self.shared! }
+open class ServerTestCase: XCTestCase {
+    nonisolated(unsafe) public static var shared: MockServer?
+    public var server: MockServer { Self.shared! }
 
-    override class func setUp() {
+    override open class func setUp() {
         super.setUp()
         do {
             shared = try MockServer()
@@ -17,7 +16,7 @@ class ServerTestCase: XCTestCase {
         }
     }
 
-    override class func tearDown() {
+    override open class func tearDown() {
         shared?.stop()
         shared = nil
         super.tearDown()
