@@ -2,11 +2,13 @@
 
 use std::any::Any;
 
-/// Everything that can go wrong in a call into sendonce (Kotlin: `SendOnceException`, Swift: `SendOnceError`).
+/// Everything that can go wrong in a call into sendonce (Kotlin: sealed `SendOnceException`, Swift: enum
+/// `SendOnceError`).
 ///
-/// Exported flat: each variant is its own exception class / case whose message is the full text.
+/// Exported with its fields: each variant is its own exception class / case carrying them. `detail` is a
+/// diagnostic for logs (English, from the SDK), never a text to show: an app shows the message key
+/// (`messageKey` in Kotlin and Swift, mapped in `Errors.kt` / `Errors.swift`) in its own language.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, uniffi::Error)]
-#[uniffi(flat_error)]
 pub enum SendOnceError {
     /// The amount is zero, negative or above the per-transfer limit.
     #[error("invalid amount: {detail}")]

@@ -1,8 +1,10 @@
 //! The SDK's events for the app's analytics, and the foreign listener that receives them.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::listener::ListenerError;
+use crate::time::span;
 use crate::types::TransferState;
 
 /// One thing the SDK did; transfers are named by local id only (no recipient, note or token).
@@ -15,11 +17,11 @@ pub enum SdkEvent {
         local_id: String,
         attempt: u32,
         status: Option<u16>,
-        latency_ms: u64,
+        latency: Duration,
         error: Option<String>,
     },
-    /// The transfer will be sent again after `delay_ms`.
-    RetryScheduled { local_id: String, delay_ms: i64 },
+    /// The transfer will be sent again after `delay`.
+    RetryScheduled { local_id: String, delay: Duration },
     /// The give-up horizon was reached; status look-ups resolve it from now on.
     GaveUp { local_id: String },
     /// The transfer reached a final state.
@@ -49,10 +51,13 @@ impl From<sendonce::SdkEvent> for SdkEvent {
                 local_id,
                 attempt,
                 status,
-                latency_ms,
+                latency: Duration::from_millis(latency_ms),
                 error,
             },
-            E::RetryScheduled { local_id, delay_ms } => Self::RetryScheduled { local_id, delay_ms },
+            E::RetryScheduled { local_id, delay_ms } => Self::RetryScheduled {
+                local_id,
+                delay: span(delay_ms),
+            },
             E::GaveUp { local_id } => Self::GaveUp { local_id },
             E::Resolved { local_id, state } => Self::Resolved {
                 local_id,

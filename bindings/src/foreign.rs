@@ -25,7 +25,7 @@ impl From<uniffi::UnexpectedUniFFICallbackError> for TokenError {
 
 /// The app's source of access tokens (Kotlin interface with a `suspend fun`, Swift protocol with an
 /// `async` method). Asked once for a fresh token when the server answers 401, bounded by the
-/// config's `token_timeout_ms`; a provider that fails or hangs holds up no other transfer.
+/// config's `token_timeout`; a provider that fails or hangs holds up no other transfer.
 #[uniffi::export(with_foreign)]
 #[async_trait::async_trait]
 pub trait AccessTokenProvider: Send + Sync {

@@ -2,7 +2,9 @@
 //! the `sendonce` crate.
 //!
 //! * [`objects`]: `SendOnceCore` (the SDK handle) and `ComposerCore` (one confirm screen)
-//! * [`types`]: transfer records and enums mirrored from the SDK (times as `i64` ms)
+//! * [`types`]: transfer records and enums mirrored from the SDK (times through [`time`])
+//! * [`time`]: the SDK's `i64` ms as `SystemTime` and back
+//! * [`probe`]: a StrictMode-like record of the thread of each store transaction and each send
 //! * [`settings`]: the open config, retry policy and train-mode settings
 //! * [`error`]: `SendOnceError`, one variant per `SdkError` (+ `Internal` for a caught panic)
 //! * [`listener`]: the foreign listener traits
@@ -21,7 +23,9 @@ pub mod lifecycle;
 pub mod listener;
 pub mod logs;
 pub mod objects;
+pub mod probe;
 pub mod settings;
+mod time;
 pub mod types;
 
 pub use error::SendOnceError;
@@ -32,7 +36,9 @@ pub use listener::{ComposerListener, ListenerError, TransferListener};
 pub use logs::{LogLevel, LogRecord, LogSink};
 pub use objects::{ComposerCore, SendOnceCore};
 pub use settings::{NetsimSettings, NetsimStats, NetworkProfile, RetryPolicy, SendOnceConfig};
-pub use types::{ComposerState, Rejection, Transfer, TransferRequest, TransferState};
+pub use types::{
+    ComposerState, Rejection, RejectionReason, Transfer, TransferRequest, TransferState,
+};
 
 /// Version of the Rust core the bindings were built from.
 #[uniffi::export]
@@ -75,6 +81,12 @@ pub fn network_profile_settings(profile: NetworkProfile, seed: u64) -> Option<Ne
 #[uniffi::export]
 pub fn default_retry_policy() -> RetryPolicy {
     sendonce::RetryPolicy::default().into()
+}
+
+/// The key an app looks the localised text of a rejection up by, e.g. `sendonce.rejection.insufficient_funds`.
+#[uniffi::export]
+pub fn rejection_reason_message_key(reason: RejectionReason) -> String {
+    reason.message_key()
 }
 
 /// Largest amount of one transfer, in minor units.

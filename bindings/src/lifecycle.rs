@@ -2,14 +2,15 @@
 //! the app's own token provider, HTTP stack and event listener.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use crate::error::{Result, SendOnceError};
+use crate::error::Result;
 use crate::events::{EventListener, EventListenerAdapter};
 use crate::foreign::{AccessTokenProvider, HttpTransport, TokenProviderAdapter, TransportAdapter};
 use crate::guard::{guard, guard_async};
 use crate::objects::SendOnceCore;
 use crate::settings::SendOnceConfig;
+use crate::time::{instant, span};
 use crate::types::Transfer;
 
 /// What a drain achieved: a WorkManager worker turns it into `Result.success()` / `retry()`, a
@@ -20,10 +21,10 @@ pub struct DrainSummary {
     pub finished: Vec<Transfer>,
     /// Transfers still unfinished (AuthRequired ones wait for a token, not for a worker).
     pub unfinished: Vec<Transfer>,
-    /// Earliest next attempt of the unfinished ones (ms since the epoch, SDK clock), if scheduled.
-    pub next_attempt_at_ms: Option<i64>,
-    /// From now to that attempt (ms, at least 0): the delay of the next enqueue.
-    pub next_attempt_in_ms: Option<i64>,
+    /// Earliest next attempt of the unfinished ones (SDK clock), if scheduled.
+    pub next_attempt_at: Option<SystemTime>,
+    /// From now to that attempt (at least zero): the delay of the next enqueue.
+    pub next_attempt_in: Option<Duration>,
     /// True if the drain returned at its deadline with work still due.
     pub deadline_reached: bool,
 }
@@ -33,8 +34,8 @@ impl From<sendonce::DrainSummary> for DrainSummary {
         Self {
             finished: s.finished.into_iter().map(Into::into).collect(),
             unfinished: s.unfinished.into_iter().map(Into::into).collect(),
-            next_attempt_at_ms: s.next_attempt_at_ms,
-            next_attempt_in_ms: s.next_attempt_in_ms,
+            next_attempt_at: s.next_attempt_at_ms.map(instant),
+            next_attempt_in: s.next_attempt_in_ms.map(span),
             deadline_reached: s.deadline_reached,
         }
     }
@@ -134,18 +135,10 @@ impl SendOnceCore {
         })
     }
 
-    /// Sends and resolves everything due within `deadline_ms`, then says what is left. Returns by the
+    /// Sends and resolves everything due within `deadline`, then says what is left. Returns by the
     /// deadline even with a request out: nothing is lost, it goes on with the same key.
-    pub async fn drain(&self, deadline_ms: i64) -> Result<DrainSummary> {
-        guard_async(async {
-            let ms = u64::try_from(deadline_ms).map_err(|_| {
-                SendOnceError::config(format!(
-                    "deadline_ms must not be negative, got {deadline_ms}"
-                ))
-            })?;
-            Ok(self.sdk.drain(Duration::from_millis(ms)).await?.into())
-        })
-        .await
+    pub async fn drain(&self, deadline: Duration) -> Result<DrainSummary> {
+        guard_async(async { Ok(self.sdk.drain(deadline).await?.into()) }).await
     }
 
     /// The app's lifecycle: in the background, network wake-ups are spread over the wake window.

@@ -137,6 +137,22 @@ impl SendOnceCore {
         })
     }
 
+    /// The composer a confirm screen restored after process death shows: the transfer whose local id the
+    /// screen saved (`SavedStateHandle` / `@SceneStorage`), finished or not, so a receipt survives; without
+    /// one (or if it was pruned), the newest unfinished transfer; otherwise a fresh composer.
+    pub fn restore_composer(&self, saved_local_id: Option<String>) -> Result<Arc<ComposerCore>> {
+        guard(|| {
+            let composer = match saved_local_id {
+                Some(id) => match self.sdk.composer_for(&id) {
+                    Err(sendonce::SdkError::NotFound(_)) => self.newest_unfinished_composer()?,
+                    other => other?,
+                },
+                None => self.newest_unfinished_composer()?,
+            };
+            Ok(Arc::new(ComposerCore { composer }))
+        })
+    }
+
     /// Stops sending and releases the file. Nothing is lost: a request cut off here is sent again,
     /// with the same key, on the next open. Every later call fails with `Closed`.
     ///
@@ -146,6 +162,15 @@ impl SendOnceCore {
             self.sdk.close();
             Ok(())
         })
+    }
+}
+
+impl SendOnceCore {
+    fn newest_unfinished_composer(&self) -> sendonce::Result<sendonce::Composer> {
+        match self.sdk.unfinished_transfers()?.first() {
+            Some(t) => self.sdk.composer_for(&t.local_id),
+            None => self.sdk.composer(),
+        }
     }
 }
 

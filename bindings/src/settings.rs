@@ -1,7 +1,8 @@
 //! Mirrors of the SDK's settings: the open config, the retry policy and train mode (network simulator).
 //!
-//! Durations are `i64` milliseconds; a negative duration or a rate outside [0, 1] is refused with
-//! `InvalidConfig`.
+//! Config and retry spans are `Duration`s (Kotlin `java.time.Duration`, Swift `TimeInterval`); the
+//! train-mode fault settings keep `i64` ms (a simulator's knobs). A negative ms value or a rate outside
+//! [0, 1] is refused with `InvalidConfig`.
 
 use std::time::Duration;
 
@@ -57,10 +58,6 @@ fn rate(name: &str, v: f64) -> Result<f64> {
             "{name} must be within [0, 1], got {v}"
         )))
     }
-}
-
-fn duration(name: &str, v: i64) -> Result<Duration> {
-    ms(name, v).map(Duration::from_millis)
 }
 
 fn to_i64(v: u64) -> i64 {
@@ -184,18 +181,15 @@ impl From<sendonce::NetsimStats> for NetsimStats {
     }
 }
 
-/// How the sender retries an unknown outcome (defaults match the SDK's).
+/// How the sender retries an unknown outcome; start from `default_retry_policy()` and change a field.
 #[derive(Debug, Clone, PartialEq, uniffi::Record)]
 pub struct RetryPolicy {
-    /// First backoff step (ms).
-    #[uniffi(default = 500)]
-    pub base_ms: i64,
-    /// Largest delay between two attempts (ms; also clamps `Retry-After`).
-    #[uniffi(default = 60000)]
-    pub cap_ms: i64,
-    /// Time after confirmation when the SDK stops sending (ms; below the server's key window).
-    #[uniffi(default = 86400000)]
-    pub give_up_after_ms: i64,
+    /// First backoff step (SDK default 500 ms).
+    pub base: Duration,
+    /// Largest delay between two attempts; also clamps `Retry-After` (SDK default 60 s).
+    pub cap: Duration,
+    /// Time after confirmation when the SDK stops sending; below the server's key window (default 24 h).
+    pub give_up_after: Duration,
     /// Full jitter on (the default).
     #[uniffi(default = true)]
     pub jitter: bool,
@@ -211,9 +205,9 @@ impl TryFrom<RetryPolicy> for sendonce::RetryPolicy {
     type Error = SendOnceError;
     fn try_from(r: RetryPolicy) -> Result<Self> {
         Ok(Self {
-            base: duration("retry.base_ms", r.base_ms)?,
-            cap: duration("retry.cap_ms", r.cap_ms)?,
-            give_up_after: duration("retry.give_up_after_ms", r.give_up_after_ms)?,
+            base: r.base,
+            cap: r.cap,
+            give_up_after: r.give_up_after,
             jitter: r.jitter,
             budget_burst: r.budget_burst,
             budget_per_second: r.budget_per_second,
@@ -224,9 +218,9 @@ impl TryFrom<RetryPolicy> for sendonce::RetryPolicy {
 impl From<sendonce::RetryPolicy> for RetryPolicy {
     fn from(r: sendonce::RetryPolicy) -> Self {
         Self {
-            base_ms: r.base.as_millis() as i64,
-            cap_ms: r.cap.as_millis() as i64,
-            give_up_after_ms: r.give_up_after.as_millis() as i64,
+            base: r.base,
+            cap: r.cap,
+            give_up_after: r.give_up_after,
             jitter: r.jitter,
             budget_burst: r.budget_burst,
             budget_per_second: r.budget_per_second,
@@ -280,12 +274,12 @@ pub struct SendOnceConfig {
     /// Retry settings; `None` for the SDK's defaults.
     #[uniffi(default = None)]
     pub retry: Option<RetryPolicy>,
-    /// Time for one whole request (ms).
-    #[uniffi(default = 15000)]
-    pub request_timeout_ms: i64,
-    /// Time to establish a connection (ms).
-    #[uniffi(default = 5000)]
-    pub connect_timeout_ms: i64,
+    /// Time for one whole request; `None` for the SDK's 15 s.
+    #[uniffi(default = None)]
+    pub request_timeout: Option<Duration>,
+    /// Time to establish a connection; `None` for the SDK's 5 s.
+    #[uniffi(default = None)]
+    pub connect_timeout: Option<Duration>,
     /// Network simulation at start; `None` for the real network.
     #[uniffi(default = None)]
     pub network_profile: Option<NetworkProfile>,
@@ -296,20 +290,21 @@ pub struct SendOnceConfig {
     /// only; `1.0`, the default, is the device clock).
     #[uniffi(default = 1.0)]
     pub clock_speed: f64,
-    /// How long finished transfers are kept (ms; default 30 days, 1 hour to 10 years).
-    #[uniffi(default = 2592000000)]
-    pub retention_ms: i64,
+    /// How long finished transfers are kept (1 hour to 10 years); `None` for the SDK's 30 days.
+    #[uniffi(default = None)]
+    pub retention: Option<Duration>,
     /// The account the store is bound to (persisted at first use); another account is refused with
     /// `AccountMismatch` while this one has unfinished transfers.
     #[uniffi(default = None)]
     pub account_id: Option<String>,
-    /// Longest wait for the token provider (ms); past it the transfer parks in AuthRequired.
-    #[uniffi(default = 10000)]
-    pub token_timeout_ms: i64,
+    /// Longest wait for the token provider; past it the transfer parks in AuthRequired. `None` for
+    /// the SDK's 10 s.
+    #[uniffi(default = None)]
+    pub token_timeout: Option<Duration>,
     /// Background wake-ups (drain, network back in the background) spread their first requests
-    /// over at most this long (ms; at most the retry cap).
-    #[uniffi(default = 60000)]
-    pub background_wake_window_ms: i64,
+    /// over at most this long (at most the retry cap); `None` for the SDK's 60 s.
+    #[uniffi(default = None)]
+    pub background_wake_window: Option<Duration>,
     /// Opt-in: log lines may name the recipient and the note (never the token).
     #[uniffi(default = false)]
     pub log_personal_data: bool,
@@ -324,18 +319,18 @@ impl std::fmt::Debug for SendOnceConfig {
             .field("db_path", &self.db_path)
             .field("access_token", &token)
             .field("retry", &self.retry)
-            .field("request_timeout_ms", &self.request_timeout_ms)
-            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("request_timeout", &self.request_timeout)
+            .field("connect_timeout", &self.connect_timeout)
             .field("network_profile", &self.network_profile)
             .field("max_concurrent_sends", &self.max_concurrent_sends)
             .field("clock_speed", &self.clock_speed)
-            .field("retention_ms", &self.retention_ms)
+            .field("retention", &self.retention)
             .field(
                 "account_id",
                 &self.account_id.as_ref().map(|_| "<redacted>"),
             )
-            .field("token_timeout_ms", &self.token_timeout_ms)
-            .field("background_wake_window_ms", &self.background_wake_window_ms)
+            .field("token_timeout", &self.token_timeout)
+            .field("background_wake_window", &self.background_wake_window)
             .field("log_personal_data", &self.log_personal_data)
             .finish()
     }
@@ -345,16 +340,23 @@ impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {
     type Error = SendOnceError;
     fn try_from(c: SendOnceConfig) -> Result<Self> {
         let mut builder = sendonce::SdkConfig::builder(c.base_url, c.db_path)
-            .request_timeout(duration("request_timeout_ms", c.request_timeout_ms)?)
-            .connect_timeout(duration("connect_timeout_ms", c.connect_timeout_ms)?)
             .max_concurrent_sends(c.max_concurrent_sends as usize)
-            .retention(duration("retention_ms", c.retention_ms)?)
-            .token_timeout(duration("token_timeout_ms", c.token_timeout_ms)?)
-            .background_wake_window(duration(
-                "background_wake_window_ms",
-                c.background_wake_window_ms,
-            )?)
             .log_personal_data(c.log_personal_data);
+        if let Some(timeout) = c.request_timeout {
+            builder = builder.request_timeout(timeout);
+        }
+        if let Some(timeout) = c.connect_timeout {
+            builder = builder.connect_timeout(timeout);
+        }
+        if let Some(retention) = c.retention {
+            builder = builder.retention(retention);
+        }
+        if let Some(timeout) = c.token_timeout {
+            builder = builder.token_timeout(timeout);
+        }
+        if let Some(window) = c.background_wake_window {
+            builder = builder.background_wake_window(window);
+        }
         if let Some(account) = c.account_id {
             builder = builder.account_id(account);
         }
@@ -395,15 +397,15 @@ mod tests {
             db_path: "/tmp/x.db".into(),
             access_token: Some(AccessToken::new("tok_secret_123".into())),
             retry: None,
-            request_timeout_ms: 15_000,
-            connect_timeout_ms: 5_000,
+            request_timeout: None,
+            connect_timeout: None,
             network_profile: None,
             max_concurrent_sends: 4,
             clock_speed: 1.0,
-            retention_ms: 30 * 86_400_000,
+            retention: None,
             account_id: Some("acct-1".into()),
-            token_timeout_ms: 10_000,
-            background_wake_window_ms: 60_000,
+            token_timeout: None,
+            background_wake_window: None,
             log_personal_data: false,
         };
         let printed = format!("{config:?}");

@@ -1,14 +1,20 @@
 //! Mirrors of the SDK's transfer values as uniffi records and enums, with the conversions both ways.
 //!
-//! Times are `i64` milliseconds since the Unix epoch. Settings (config, retry, train mode) are in
-//! [`crate::settings`].
+//! Times are `SystemTime` (Kotlin `Instant`, Swift `Date`), converted in [`crate::time`]. Amounts are
+//! `i64` minor units of the currency (paisa for BDT, cents for USD: 1 BDT = 100). Settings (config,
+//! retry, train mode) are in [`crate::settings`].
+
+use std::time::SystemTime;
+
+use crate::time::{epoch_ms, instant};
 
 /// What the user confirmed: one intent to move money.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct TransferRequest {
     /// Server user id of the recipient.
     pub to_user_id: String,
-    /// Amount in minor units (paisa for BDT).
+    /// Amount in minor units of `currency` (paisa for BDT: 50_000 is 500.00 BDT); 1 to
+    /// `max_amount_minor()`.
     pub amount_minor: i64,
     /// ISO 4217 code, upper case.
     pub currency: String,
@@ -81,12 +87,66 @@ impl From<TransferState> for sendonce::TransferState {
     }
 }
 
+/// Why the server (or the SDK) said no, as a type an app can switch over; `Other` keeps the server's
+/// code of anything newer than these bindings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, uniffi::Enum)]
+pub enum RejectionReason {
+    /// The sender's wallet does not hold the amount (402 `insufficient_funds`).
+    InsufficientFunds,
+    /// No user with this recipient id (404 `recipient_not_found`).
+    RecipientNotFound,
+    /// The recipient's wallet would exceed its highest balance (`recipient_balance_limit`).
+    RecipientLimitReached,
+    /// The server refused the request as malformed (400 `invalid_request`).
+    InvalidRequest,
+    /// The idempotency key was already used with another body (422 `idempotency_key_reused`): a bug.
+    KeyReused,
+    /// The status look-up said the server never executed it (`not_executed`); nothing moved.
+    NotExecuted,
+    /// A code these bindings do not know yet.
+    Other {
+        /// The server's stable code.
+        code: String,
+    },
+}
+
+impl RejectionReason {
+    /// The typed reason of a stable code.
+    pub fn of_code(code: &str) -> Self {
+        match code {
+            "insufficient_funds" => Self::InsufficientFunds,
+            "recipient_not_found" => Self::RecipientNotFound,
+            "recipient_balance_limit" => Self::RecipientLimitReached,
+            "invalid_request" => Self::InvalidRequest,
+            "idempotency_key_reused" => Self::KeyReused,
+            "not_executed" => Self::NotExecuted,
+            other => Self::Other { code: other.into() },
+        }
+    }
+
+    /// The key an app looks its localised text up by, e.g. `sendonce.rejection.insufficient_funds`.
+    pub fn message_key(&self) -> String {
+        let name = match self {
+            Self::InsufficientFunds => "insufficient_funds",
+            Self::RecipientNotFound => "recipient_not_found",
+            Self::RecipientLimitReached => "recipient_limit_reached",
+            Self::InvalidRequest => "invalid_request",
+            Self::KeyReused => "key_reused",
+            Self::NotExecuted => "not_executed",
+            Self::Other { .. } => "other",
+        };
+        format!("sendonce.rejection.{name}")
+    }
+}
+
 /// Why the server (or the SDK) said no.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct Rejection {
+    /// What the app switches over (and localises through `rejection_reason_message_key`).
+    pub reason: RejectionReason,
     /// Stable machine code, e.g. `insufficient_funds`.
     pub code: String,
-    /// Human-readable detail from the server.
+    /// The server's own detail, for logs; not a text to show (it is English and may change).
     pub detail: String,
     /// HTTP status of the answer, 0 when the SDK decided.
     pub http_status: u16,
@@ -95,6 +155,7 @@ pub struct Rejection {
 impl From<sendonce::Rejection> for Rejection {
     fn from(r: sendonce::Rejection) -> Self {
         Self {
+            reason: RejectionReason::of_code(&r.code),
             code: r.code,
             detail: r.detail,
             http_status: r.http_status,
@@ -121,7 +182,7 @@ pub struct Transfer {
     pub idempotency_key: String,
     /// Recipient user id.
     pub to_user_id: String,
-    /// Amount in minor units.
+    /// Amount in minor units of `currency`.
     pub amount_minor: i64,
     /// ISO 4217 code.
     pub currency: String,
@@ -131,15 +192,15 @@ pub struct Transfer {
     pub state: TransferState,
     /// Attempts started so far.
     pub attempts: u32,
-    /// When the user confirmed (ms since the Unix epoch, SDK clock).
-    pub created_at_ms: i64,
+    /// When the user confirmed (SDK clock).
+    pub created_at: SystemTime,
     /// Last change.
-    pub updated_at_ms: i64,
+    pub updated_at: SystemTime,
     /// When the last attempt started.
-    pub last_attempt_at_ms: Option<i64>,
+    pub last_attempt_at: Option<SystemTime>,
     /// When the next attempt is due, while retrying.
-    pub next_attempt_at_ms: Option<i64>,
-    /// What went wrong last, for the UI.
+    pub next_attempt_at: Option<SystemTime>,
+    /// What went wrong last, for logs (English diagnostic; the state says what to show).
     pub last_error: Option<String>,
     /// Server's transfer id once succeeded.
     pub server_transfer_id: Option<String>,
@@ -160,10 +221,10 @@ impl From<sendonce::Transfer> for Transfer {
             note: t.note,
             state: t.state.into(),
             attempts: t.attempts,
-            created_at_ms: t.created_at_ms,
-            updated_at_ms: t.updated_at_ms,
-            last_attempt_at_ms: t.last_attempt_at_ms,
-            next_attempt_at_ms: t.next_attempt_at_ms,
+            created_at: instant(t.created_at_ms),
+            updated_at: instant(t.updated_at_ms),
+            last_attempt_at: t.last_attempt_at_ms.map(instant),
+            next_attempt_at: t.next_attempt_at_ms.map(instant),
             last_error: t.last_error,
             server_transfer_id: t.server_transfer_id,
             rejection: t.rejection.map(Into::into),
@@ -183,10 +244,10 @@ impl From<Transfer> for sendonce::Transfer {
             note: t.note,
             state: t.state.into(),
             attempts: t.attempts,
-            created_at_ms: t.created_at_ms,
-            updated_at_ms: t.updated_at_ms,
-            last_attempt_at_ms: t.last_attempt_at_ms,
-            next_attempt_at_ms: t.next_attempt_at_ms,
+            created_at_ms: epoch_ms(t.created_at),
+            updated_at_ms: epoch_ms(t.updated_at),
+            last_attempt_at_ms: t.last_attempt_at.map(epoch_ms),
+            next_attempt_at_ms: t.next_attempt_at.map(epoch_ms),
             last_error: t.last_error,
             server_transfer_id: t.server_transfer_id,
             rejection: t.rejection.map(Into::into),
@@ -286,5 +347,33 @@ impl From<ComposerState> for sendonce::ComposerState {
                 transfer: transfer.into(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_server_code_has_its_reason_and_an_unknown_one_keeps_its_code() {
+        for (code, reason) in [
+            ("insufficient_funds", RejectionReason::InsufficientFunds),
+            ("recipient_not_found", RejectionReason::RecipientNotFound),
+            (
+                "recipient_balance_limit",
+                RejectionReason::RecipientLimitReached,
+            ),
+            ("invalid_request", RejectionReason::InvalidRequest),
+            ("idempotency_key_reused", RejectionReason::KeyReused),
+            ("not_executed", RejectionReason::NotExecuted),
+        ] {
+            assert_eq!(RejectionReason::of_code(code), reason);
+        }
+        assert_eq!(
+            RejectionReason::of_code("card_blocked"),
+            RejectionReason::Other {
+                code: "card_blocked".into()
+            }
+        );
     }
 }

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use sendonce_ffi::foreign::TransportFailure;
 use sendonce_ffi::{
@@ -48,15 +49,15 @@ fn config(db: String) -> SendOnceConfig {
         db_path: db,
         access_token: None,
         retry: None,
-        request_timeout_ms: 5_000,
-        connect_timeout_ms: 5_000,
+        request_timeout: Some(Duration::from_secs(5)),
+        connect_timeout: Some(Duration::from_secs(5)),
         network_profile: None,
         max_concurrent_sends: 4,
         clock_speed: 1.0,
-        retention_ms: 30 * 86_400_000,
+        retention: None,
         account_id: None,
-        token_timeout_ms: 10_000,
-        background_wake_window_ms: 0,
+        token_timeout: None,
+        background_wake_window: Some(Duration::ZERO),
         log_personal_data: false,
     }
 }
@@ -83,7 +84,7 @@ async fn train_mode_wraps_a_foreign_transport_like_the_built_in_one() {
         .await
         .unwrap();
     while core.network_stats().unwrap().offline == 0 {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(
         recorder.calls.load(Ordering::SeqCst),
@@ -92,7 +93,7 @@ async fn train_mode_wraps_a_foreign_transport_like_the_built_in_one() {
     );
 
     core.set_network_profile(NetworkProfile::Off, 0).unwrap();
-    let summary = core.drain(20_000).await.unwrap();
+    let summary = core.drain(Duration::from_secs(20)).await.unwrap();
     assert_eq!(summary.finished.len(), 1, "{summary:?}");
     assert_eq!(summary.finished[0].state, TransferState::Succeeded);
     assert_eq!(

@@ -1,4 +1,4 @@
-// swift-tools-version:5.9
+// swift-tools-version:6.0
 // The iOS demo's screen logic as a plain SwiftPM library (no UIKit/SwiftUI), tested on Linux against the
 // real Rust library (through ../../bindings/swift) and the real server-mock. The SwiftUI shell in ../App
 // depends on this package.
@@ -13,14 +13,23 @@ import PackageDescription
 
 let package = Package(
     name: "DemoViewModel",
+    defaultLocalization: "en",
     platforms: [.iOS(.v16), .macOS(.v13)],
     products: [.library(name: "DemoViewModel", targets: ["DemoViewModel"])],
     dependencies: [.package(path: "../../bindings/swift")],
     targets: [
-        .target(name: "DemoViewModel", dependencies: [.product(name: "SendOnce", package: "swift")]),
+        .target(
+            name: "DemoViewModel",
+            dependencies: [.product(name: "SendOnce", package: "swift")],
+            // The texts of the SDK's message keys, per language (Resources/<lang>.lproj/Localizable.strings).
+            resources: [.process("Resources")]
+        ),
         .testTarget(
             name: "DemoViewModelTests",
-            dependencies: ["DemoViewModel", .product(name: "SendOnceTestSupport", package: "swift")]
+            dependencies: ["DemoViewModel", .product(name: "SendOnceTestSupport", package: "swift")],
+            // The view model is Swift 6 (strict concurrency); its MainActor tests call the XCTestCase's own
+            // async helpers, which Swift 6 refuses for a non-Sendable XCTestCase, so they stay in 5 mode.
+            swiftSettings: [.swiftLanguageMode(.v5)]
         ),
     ]
 )

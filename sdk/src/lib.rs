@@ -36,6 +36,7 @@ mod error;
 mod events;
 mod model;
 pub mod netsim;
+pub mod probe;
 pub mod schedule;
 mod sdk;
 mod sender;

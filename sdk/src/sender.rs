@@ -467,6 +467,7 @@ async fn send(
     }
     let url = format!("{}{}", core.config.base_url.trim_end_matches('/'), path);
     let transport = core.transport();
+    crate::probe::io(crate::probe::IoKind::Send);
     transport
         .send(HttpRequest {
             method,

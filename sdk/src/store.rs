@@ -107,6 +107,7 @@ pub struct Store {
 impl Store {
     /// Opens (or creates) the file, takes the instance lock and migrates the schema. Never deletes data.
     pub fn open(path: &Path) -> Result<Self> {
+        crate::probe::io(crate::probe::IoKind::Store);
         // Before the lock file, the WAL switch or any other write: another app's file stays exactly as found.
         check_is_ours(path)?;
         let lock = take_instance_lock(path)?;
@@ -198,6 +199,7 @@ impl Store {
     }
 
     pub(super) fn conn(&self) -> MutexGuard<'_, Connection> {
+        crate::probe::io(crate::probe::IoKind::Store);
         // A panic while holding the lock cannot leave a half-written row: SQLite rolls the transaction back.
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }

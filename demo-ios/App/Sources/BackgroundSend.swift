@@ -9,11 +9,12 @@ enum BackgroundSend {
     static let identifier = "io.sendonce.demo.drain" // also in Info.plist: BGTaskSchedulerPermittedIdentifiers
 
     /// Call once, before the app finishes launching.
-    static func register(directory: URL) {
+    static func register(directory: URL, databaseDirectory: URL) {
         BGTaskScheduler.shared.register(forTaskWithIdentifier: identifier, using: nil) { task in
             let work = Task {
-                let summary = try? await DemoBackground.drain(directory: directory, deadline: .seconds(25))
-                schedule(afterMs: summary?.nextAttemptInMs)
+                let summary = try? await DemoBackground.drain(
+                    directory: directory, databaseDirectory: databaseDirectory, deadline: .seconds(25))
+                schedule(after: summary?.nextAttemptIn)
                 task.setTaskCompleted(success: summary?.unfinished.isEmpty ?? true)
             }
             // iOS ends the time early: the drain's request is cut off, the transfer stays durable, same key.
@@ -21,12 +22,12 @@ enum BackgroundSend {
         }
     }
 
-    /// Asks for a run when there is a network, no sooner than `afterMs` (nil: nothing left).
-    static func schedule(afterMs: Int64? = 0) {
-        guard let afterMs else { return }
+    /// Asks for a run when there is a network, no sooner than `after` (nil: nothing left).
+    static func schedule(after: TimeInterval? = 0) {
+        guard let after else { return }
         let request = BGProcessingTaskRequest(identifier: identifier)
         request.requiresNetworkConnectivity = true
-        request.earliestBeginDate = Date(timeIntervalSinceNow: Double(afterMs) / 1000)
+        request.earliestBeginDate = Date(timeIntervalSinceNow: after)
         try? BGTaskScheduler.shared.submit(request)
     }
 }

@@ -9,78 +9,72 @@ import Foundation
 ///   deadlock this type exists to avoid.
 /// - `delivery` serialises publishers, so every subscriber sees the values in publication order; it is
 ///   never taken by `onTermination`.
-final class Broadcast<Value: Sendable & Equatable>: @unchecked Sendable {
-    private let state = NSLock()
-    private let delivery = NSLock()
-    private var current: Value
-    private var subscribers: [UUID: AsyncStream<Value>.Continuation] = [:]
-    private var finished = false
+final class Broadcast<Value: Sendable & Equatable>: Sendable {
+    private struct State {
+        var current: Value
+        var subscribers: [UUID: AsyncStream<Value>.Continuation] = [:]
+        var finished = false
+    }
+
+    private let state: Locked<State>
+    private let delivery = Locked(())
 
     init(_ initial: Value) {
-        current = initial
+        state = Locked(State(current: initial))
     }
 
     /// The latest value.
-    var value: Value {
-        state.lock()
-        defer { state.unlock() }
-        return current
-    }
+    var value: Value { state.withLock { $0.current } }
 
     /// The latest value at once, then every published one; finishes with `finish()`.
     func stream(_ policy: AsyncStream<Value>.Continuation.BufferingPolicy = .unbounded) -> AsyncStream<Value> {
         AsyncStream(bufferingPolicy: policy) { continuation in
             let id = UUID()
-            delivery.lock()
-            defer { delivery.unlock() }
-            state.lock()
-            if finished {
-                state.unlock()
-                continuation.finish()
-                return
+            delivery.withLock { _ in
+                let latest: Value? = state.withLock { s in
+                    if s.finished { return nil }
+                    s.subscribers[id] = continuation
+                    return s.current
+                }
+                guard let latest else {
+                    continuation.finish()
+                    return
+                }
+                continuation.yield(latest)
+                continuation.onTermination = { [weak self] _ in self?.remove(id) }
             }
-            subscribers[id] = continuation
-            let latest = current
-            state.unlock()
-            continuation.yield(latest)
-            continuation.onTermination = { [weak self] _ in self?.remove(id) }
         }
     }
 
     /// Publishes `next(current)` unless it returns nil or the same value. `next` runs under the delivery
     /// lock, so a value read inside it can never be overtaken by an older one.
     func publish(_ next: (Value) -> Value?) {
-        delivery.lock()
-        defer { delivery.unlock() }
-        state.lock()
-        let before = current
-        let done = finished
-        state.unlock()
-        guard !done, let value = next(before), value != before else { return }
-        state.lock()
-        current = value
-        let targets = Array(subscribers.values)
-        state.unlock()
-        for continuation in targets {
-            continuation.yield(value)
+        delivery.withLock { _ in
+            let (before, done) = state.withLock { ($0.current, $0.finished) }
+            guard !done, let value = next(before), value != before else { return }
+            let targets = state.withLock { s in
+                s.current = value
+                return Array(s.subscribers.values)
+            }
+            for continuation in targets {
+                continuation.yield(value)
+            }
         }
     }
 
     /// Ends every stream; later publications are dropped.
     func finish() {
-        state.lock()
-        finished = true
-        let targets = Array(subscribers.values)
-        subscribers.removeAll()
-        state.unlock()
+        let targets = state.withLock { s in
+            s.finished = true
+            defer { s.subscribers.removeAll() }
+            return Array(s.subscribers.values)
+        }
         for continuation in targets {
             continuation.finish()
         }
     }
 
     private func remove(_ id: UUID) {
-        state.lock()
-        subscribers[id] = nil
-        state.unlock()
+        _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
     }
 }

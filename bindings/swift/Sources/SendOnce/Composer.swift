@@ -4,11 +4,10 @@ import SendOnceFFI
 /// One confirm screen's state machine (made by `SendOnce.composer()`). However often Send is tapped, one
 /// intent is one transfer with one key: a second `confirm` while the first is unfinished returns the same
 /// transfer. `sendEnabled` is false from the first confirm until a definitive no (after Done it stays
-/// false until `newIntent()`).
-public final class Composer: @unchecked Sendable {
+/// false until `newIntent()`). Calls that touch the disk are `async` and run off the caller's thread.
+public final class Composer: Sendable {
     private let core: ComposerCore
-    private let lock = NSLock()
-    private var closed = false
+    private let closed = Locked(false)
     private let current: Broadcast<ComposerState>
 
     init(core: ComposerCore) throws {
@@ -22,66 +21,73 @@ public final class Composer: @unchecked Sendable {
         close()
     }
 
-    /// What the screen shows now.
+    /// What the screen shows now (memory, no I/O).
     public var state: ComposerState { current.value }
 
     /// Whether the Send button is enabled now.
     public var sendEnabled: Bool { state.sendEnabled }
 
-    /// The screen's states: the current one at once, then every change, in order. Ends on `close()`.
+    /// The screen's states: the current one at once, then every change, in order. Ends on `close()` (or
+    /// when the SDK closes).
     public func states() -> AsyncStream<ComposerState> {
         current.stream()
     }
 
     /// The user tapped Send. Returns the transfer of this intent (the same one for every repeated tap).
     public func confirm(_ request: TransferRequest) async throws -> Transfer {
+        let core = try live()
         defer { refresh() }
-        return try await core.confirm(request: request)
+        return try await cancellable { try await core.confirm(request: request) }
     }
 
-    /// Shorthand of `confirm(_:)` with the request's fields.
+    /// Shorthand of `confirm(_:)` with the request's fields (`amountMinor` in minor units of `currency`).
     public func confirm(to toUserId: String, amountMinor: Int64, currency: String, note: String? = nil) async throws -> Transfer {
         try await confirm(TransferRequest(toUserId: toUserId, amountMinor: amountMinor, currency: currency, note: note))
     }
 
-    /// The transfer this screen follows, if confirmed.
-    public func transfer() throws -> Transfer? {
-        try core.transfer()
+    /// The transfer this screen follows, if confirmed (read from the store).
+    public func transfer() async throws -> Transfer? {
+        let core = try live()
+        return try await offCallerThread { try core.transfer() }
     }
 
     /// Starts a new intent ("send another"); throws `SendOnceError.TransferUnfinished` while one runs.
-    public func newIntent() throws {
-        try core.newIntent()
+    public func newIntent() async throws {
+        let core = try live()
+        try await offCallerThread { try core.newIntent() }
         refresh()
     }
 
     /// Stops following the transfer (the transfer itself goes on); ends every stream.
     public func close() {
-        lock.lock()
-        if closed {
-            lock.unlock()
-            return
+        let first = closed.withLock { c in
+            defer { c = true }
+            return !c
         }
-        closed = true
-        lock.unlock()
+        guard first else { return }
         try? core.setListener(listener: nil)
         current.finish()
     }
 
-    /// Re-reads the state from Rust; reads and publications are serialised, so streams never step back.
+    private func live() throws -> ComposerCore {
+        if closed.withLock({ $0 }) { throw SendOnceError.Closed }
+        return core
+    }
+
+    /// Re-reads the state (memory) from Rust; reads and publications are serialised, so streams never step back.
     fileprivate func refresh() {
         current.publish { _ in try? core.state() }
     }
 }
 
-private final class ComposerRelay: ComposerListener, @unchecked Sendable {
-    weak var owner: Composer?
+private final class ComposerRelay: ComposerListener {
+    private let owner: Locked<Weak<Composer>>
 
     init(_ owner: Composer) {
-        self.owner = owner
+        self.owner = Locked(Weak(value: owner))
     }
 
     func onStateChanged(state: ComposerState) throws {
-        owner?.refresh()
+        owner.withLock { $0.value }?.refresh()
     }
 }

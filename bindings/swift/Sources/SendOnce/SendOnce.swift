@@ -1,7 +1,7 @@
 // The idiomatic Swift surface of sendonce: `async throws` calls, `AsyncStream`s of states, and the
 // generated value types (Transfer, TransferState, ComposerState, NetworkProfile, SendOnceError, ...)
 // re-exported, so apps need only `import SendOnce`. Every decision is made in Rust; this layer only
-// forwards calls and turns listener callbacks into streams.
+// forwards calls, keeps disk work off the caller's thread and turns listener callbacks into streams.
 @_exported import SendOnceFFI
 import Foundation
 
@@ -10,114 +10,90 @@ import Foundation
 /// restarts of the app.
 ///
 /// ```swift
-/// let sdk = try SendOnce(config: SendOnceConfig(baseUrl: "https://api.example.com", dbPath: path, accessToken: AccessToken(value: token)))
+/// let sdk = try await SendOnce.open(SendOnceConfig(baseUrl: "https://api.example.com", dbPath: path, accessToken: AccessToken(value: token)))
 /// let transfer = try await sdk.sendTransfer(TransferRequest(toUserId: "usr_42", amountMinor: 50_000, currency: "BDT"))
 /// let outcome = try await sdk.outcome(of: transfer.localId)
+/// sdk.close()
 /// ```
 ///
-/// Every call throws `SendOnceError`; after `close()` every call throws `SendOnceError.Closed`.
-public final class SendOnce: @unchecked Sendable {
+/// Safe from the MainActor: every call that touches the disk or the network is `async` and runs on the
+/// SDK's own queue or threads; every async call honours Task cancellation. Amounts are `Int64` minor units
+/// of the currency (paisa for BDT: `50_000` is 500.00 BDT), from 1 to `SendOnce.maxAmountMinor`. Every call
+/// throws `SendOnceError`; after `close()` every call throws `SendOnceError.Closed` and every stream ends.
+public final class SendOnce: Sendable {
     /// Version of the Rust core these bindings were generated from.
     public static var version: String { sdkVersion() }
 
+    /// Largest amount of one transfer, in minor units of its currency.
+    public static var maxAmountMinor: Int64 { SendOnceFFI.maxAmountMinor() }
+
+    private struct State {
+        var closed = false
+        var listenerId: UInt64 = 0
+        var loaded = false
+        var early: [Transfer] = []
+        var callbacks: [UUID: @Sendable (Transfer) throws -> Void] = [:]
+        var composers: [WeakComposer] = []
+    }
+
     private let core: SendOnceCore
-    private let lock = NSLock()
-    private var closed = false
-    private var listenerId: UInt64 = 0
+    private let state = Locked(State())
     private let list = Broadcast<[Transfer]>([])
-    private var callbacks: [UUID: @Sendable (Transfer) throws -> Void] = [:]
-
-    /// Opens the file, recovers every unfinished transfer and resumes sending.
-    public convenience init(config: SendOnceConfig) throws {
-        try self.init(core: SendOnceCore.open(config: config))
-    }
-
-    /// Opens the file with the app's token provider and HTTP stack (e.g. `URLSessionTransport`).
-    public convenience init(config: SendOnceConfig, tokenProvider: AccessTokenProvider?, transport: HttpTransport?) throws {
-        try self.init(core: SendOnceCore.openWith(config: config, tokenProvider: tokenProvider, transport: transport))
-    }
-
-    private init(core: SendOnceCore, sharedKey: String? = nil) throws {
-        self.core = core
-        self.sharedKey = sharedKey
-        listenerId = try core.addListener(listener: TransferRelay(self))
-        refresh()
-    }
 
     private let sharedKey: String?
-    nonisolated(unsafe) private static var instances: [String: SendOnce] = [:]
-    private static let instancesLock = NSLock()
+    private static let instances = Locked<[String: SendOnce]>([:])
+
+    private init(core: SendOnceCore, sharedKey: String? = nil) {
+        self.core = core
+        self.sharedKey = sharedKey
+    }
+
+    /// Opens the file (off the caller's thread), recovers every unfinished transfer and resumes sending.
+    public static func open(_ config: SendOnceConfig) async throws -> SendOnce {
+        try await offCallerThread {
+            let sdk = SendOnce(core: try SendOnceCore.open(config: config))
+            try sdk.start()
+            return sdk
+        }
+    }
+
+    /// Opens the file (off the caller's thread) with the app's token provider and HTTP stack (e.g.
+    /// `URLSessionTransport`).
+    public static func open(
+        _ config: SendOnceConfig, tokenProvider: AccessTokenProvider?, transport: HttpTransport?
+    ) async throws -> SendOnce {
+        try await offCallerThread {
+            let core = try SendOnceCore.openWith(config: config, tokenProvider: tokenProvider, transport: transport)
+            let sdk = SendOnce(core: core)
+            try sdk.start()
+            return sdk
+        }
+    }
 
     /// The process's one instance on `config.dbPath`, for the UI, a BGTaskScheduler task and a push handler
     /// alike: the same object on every call (never `AlreadyOpen`) until it is closed. Another process holding
     /// the file (an app extension) throws `SendOnceError.Busy`: try again later. `tokenProvider` and
-    /// `transport` are used by the call that opens it.
+    /// `transport` are used by the call that opens it (off the caller's thread).
     public static func shared(
         _ config: SendOnceConfig, tokenProvider: AccessTokenProvider? = nil, transport: HttpTransport? = nil
-    ) throws -> SendOnce {
-        let key = URL(fileURLWithPath: config.dbPath).standardizedFileURL.resolvingSymlinksInPath().path
-        instancesLock.lock()
-        defer { instancesLock.unlock() }
-        if let live = instances[key], !live.isClosed { return live }
-        let core = try SendOnceCore.sharedWith(config: config, tokenProvider: tokenProvider, transport: transport)
-        let sdk = try SendOnce(core: core, sharedKey: key)
-        instances[key] = sdk
-        return sdk
+    ) async throws -> SendOnce {
+        try await offCallerThread {
+            let key = URL(fileURLWithPath: config.dbPath).standardizedFileURL.resolvingSymlinksInPath().path
+            return try SendOnce.instances.withLock { instances in
+                if let live = instances[key], !live.isClosed { return live }
+                let core = try SendOnceCore.sharedWith(config: config, tokenProvider: tokenProvider, transport: transport)
+                let sdk = SendOnce(core: core, sharedKey: key)
+                try sdk.start()
+                instances[key] = sdk
+                return sdk
+            }
+        }
     }
 
-    /// Wipes a file no instance has open; `Busy` if one has, `UnfinishedTransfers` unless `force`.
-    public static func wipe(dbPath: String, force: Bool = false) throws -> WipeReport {
-        try SendOnceFFI.wipe(dbPath: dbPath, force: force)
-    }
-
-    private var isClosed: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return closed
-    }
-
-    /// Sends and resolves everything due within `deadline`, then says what is left: what a
-    /// `BGProcessingTask` handler turns into `setTaskCompleted(success:)` and its next request. Returns by the
-    /// deadline even with a request out; nothing is lost, it goes on with the same key.
-    public func drain(deadline: Duration) async throws -> DrainSummary {
-        let ms = deadline.components.seconds * 1000 + deadline.components.attoseconds / 1_000_000_000_000_000
-        let summary = try await core.drain(deadlineMs: ms)
-        refresh()
-        return summary
-    }
-
-    /// The app's lifecycle: in the background, network wake-ups are spread (see the README).
-    public func setInForeground(_ foreground: Bool) throws {
-        try core.setInForeground(foreground: foreground)
-    }
-
-    /// The account the store is bound to, if any.
-    public func accountId() throws -> String? {
-        try core.accountId()
-    }
-
-    /// Signs `accountId` in with `token`; another account than the bound one throws
-    /// `SendOnceError.AccountMismatch` while it has unfinished transfers (with none, its history is wiped first).
-    @discardableResult
-    public func signIn(accountId: String, token: String?) throws -> WipeReport? {
-        defer { refresh() }
-        return try core.signIn(accountId: accountId, token: token)
-    }
-
-    /// Forgets the token and deletes every transfer and the account binding; throws
-    /// `SendOnceError.UnfinishedTransfers` while any is unfinished, unless `force`.
-    @discardableResult
-    public func signOut(force: Bool = false) throws -> WipeReport {
-        defer { refresh() }
-        return try core.signOut(force: force)
-    }
-
-    /// Calls `body` with every event (attempts, answers, retries, outcomes, wipes), on an SDK thread. Events
-    /// carry local ids only, never a recipient, note or token. Cancel the token to unregister.
-    @discardableResult
-    public func addEventListener(_ body: @escaping @Sendable (SdkEvent) -> Void) throws -> ListenerToken {
-        let id = try core.addEventListener(listener: EventRelay(body))
-        return ListenerToken { [weak self] in try? self?.core.removeListener(id: id) }
+    /// Wipes (off the caller's thread) a file no instance has open; `Busy` if one has, `UnfinishedTransfers`
+    /// unless `force`.
+    public static func wipe(dbPath: String, force: Bool = false) async throws -> WipeReport {
+        try await offCallerThread { try SendOnceFFI.wipe(dbPath: dbPath, force: force) }
     }
 
     /// The SDK's log lines, from `level` up, to `sink` (os_log, a crash reporter); `nil` stops them. Only the
@@ -126,57 +102,85 @@ public final class SendOnce: @unchecked Sendable {
         try SendOnceFFI.setLogSink(sink: sink.map { LogRelay($0) }, level: level)
     }
 
-    /// Opens the file, recovers every unfinished transfer and resumes sending.
-    public static func open(_ config: SendOnceConfig) throws -> SendOnce {
-        try SendOnce(config: config)
-    }
+    private var isClosed: Bool { state.withLock { $0.closed } }
 
     deinit {
         close()
     }
 
-    /// The user confirmed: mints the key, commits the transfer durably and returns it; sending starts at once.
-    public func sendTransfer(_ request: TransferRequest) async throws -> Transfer {
-        try await core.sendTransfer(request: request)
+    /// Registers with Rust first, then reads, so no change falls between the read and the listener.
+    private func start() throws {
+        let id = try core.addListener(listener: TransferRelay(self))
+        state.withLock { $0.listenerId = id }
+        let first = try core.transfers()
+        list.publish { _ in
+            let early = state.withLock { s in
+                s.loaded = true
+                defer { s.early = [] }
+                return s.early
+            }
+            // A change delivered while the read ran may be older than what the read saw: keep the newer.
+            return early.reduce(first) { list, t in
+                guard let seen = list.first(where: { $0.localId == t.localId }), t.updatedAt < seen.updatedAt else {
+                    return merged(list, t)
+                }
+                return list
+            }
+        }
     }
 
-    /// Shorthand of `sendTransfer(_:)` with the request's fields.
+    /// The user confirmed: mints the key, commits the transfer durably and returns it; sending starts at once.
+    public func sendTransfer(_ request: TransferRequest) async throws -> Transfer {
+        let core = try live()
+        return try await cancellable { try await core.sendTransfer(request: request) }
+    }
+
+    /// Shorthand of `sendTransfer(_:)` with the request's fields (`amountMinor` in minor units of `currency`).
     public func sendTransfer(to toUserId: String, amountMinor: Int64, currency: String, note: String? = nil) async throws -> Transfer {
         try await sendTransfer(TransferRequest(toUserId: toUserId, amountMinor: amountMinor, currency: currency, note: note))
     }
 
     /// One transfer by local id.
-    public func transfer(_ localId: String) throws -> Transfer {
-        try core.transfer(localId: localId)
+    public func transfer(_ localId: String) async throws -> Transfer {
+        try await io { try $0.transfer(localId: localId) }
     }
 
-    /// Every transfer, newest first.
-    public func transfers() throws -> [Transfer] {
-        try core.transfers()
+    /// One page of the history, newest first: up to `limit` (at most 500) transfers after the one with local
+    /// id `after` (the last of the previous page; nil for the first). Pages never repeat or skip a transfer
+    /// while new ones are added; `.NotFound` if `after` was pruned meanwhile.
+    public func transfers(after: String?, limit: UInt32) async throws -> [Transfer] {
+        try await io { try $0.transfersPage(after: after, limit: limit) }
     }
 
     /// Transfers not yet final, newest first.
-    public func unfinishedTransfers() throws -> [Transfer] {
-        try core.unfinishedTransfers()
+    public func unfinishedTransfers() async throws -> [Transfer] {
+        try await io { try $0.unfinishedTransfers() }
     }
 
-    /// Waits until the transfer is settled (final, or handed to the user as NeedsAttention).
+    /// Waits until the transfer is settled (final, or handed to the user as NeedsAttention); throws
+    /// `CancellationError` as soon as the calling task is cancelled.
     public func outcome(of localId: String) async throws -> Transfer {
-        try await core.waitForOutcome(localId: localId)
+        let core = try live()
+        return try await cancellable { try await core.waitForOutcome(localId: localId) }
     }
 
     /// Resolves a NeedsAttention transfer now through the status look-up by key (never a new key).
     public func resolve(_ localId: String) async throws -> Transfer {
-        try await core.resolve(localId: localId)
+        let core = try live()
+        return try await cancellable { try await core.resolve(localId: localId) }
     }
 
-    /// The list of transfers (newest first): the current one at once, then after every change.
-    /// The stream ends when the SDK is closed or the consumer stops iterating.
+    /// The list of transfers (newest first): the current one at once, then after every change, built from
+    /// the changed transfer each listener call delivers. Ends when the SDK closes or the consumer stops.
     public func transferUpdates() -> AsyncStream<[Transfer]> {
         list.stream(.bufferingNewest(1))
     }
 
-    /// The states of one transfer: the current one at once, then every change, until it is settled.
+    /// The latest list `transferUpdates()` delivered (no I/O).
+    public var currentTransfers: [Transfer] { list.value }
+
+    /// The states of one transfer: the current one at once, then every change, until it is settled or the
+    /// SDK closes.
     public func updates(of localId: String) -> AsyncStream<Transfer> {
         let lists = transferUpdates()
         return AsyncStream { continuation in
@@ -194,136 +198,242 @@ public final class SendOnce: @unchecked Sendable {
         }
     }
 
-    /// Calls `body` at every change of any transfer, on an SDK thread. Whatever it throws is ignored.
-    /// Keep the token: cancelling it (or dropping the SDK) unregisters.
-    @discardableResult
+    /// Calls `body` with the changed transfer at every change of any transfer, on an SDK thread. Whatever it
+    /// throws is ignored. Keep the token: cancelling or releasing it (or closing the SDK) unregisters.
     public func addListener(_ body: @escaping @Sendable (Transfer) throws -> Void) -> ListenerToken {
         let id = UUID()
-        lock.lock()
-        callbacks[id] = body
-        lock.unlock()
+        state.withLock { $0.callbacks[id] = body }
         return ListenerToken { [weak self] in
-            guard let self else { return }
-            self.lock.lock()
-            self.callbacks[id] = nil
-            self.lock.unlock()
+            _ = self?.state.withLock { $0.callbacks.removeValue(forKey: id) }
         }
     }
 
     /// The host app's connectivity signal; `true` wakes every waiting retry at once.
-    public func setNetworkAvailable(_ available: Bool) throws {
-        try core.setNetworkAvailable(available: available)
+    public func setNetworkAvailable(_ available: Bool) async throws {
+        try await io { try $0.setNetworkAvailable(available: available) }
     }
 
     /// Replaces the bearer token (nil to forget it); transfers waiting for credentials resume.
-    public func setAccessToken(_ token: String?) throws {
-        try core.setAccessToken(token: token)
+    public func setAccessToken(_ token: String?) async throws {
+        try await io { try $0.setAccessToken(token: token) }
     }
 
     /// Train mode: switches the network simulator at run time; `seed` makes the faults reproducible.
-    public func setNetworkProfile(_ profile: NetworkProfile, seed: UInt64 = 0) throws {
-        try core.setNetworkProfile(profile: profile, seed: seed)
+    public func setNetworkProfile(_ profile: NetworkProfile, seed: UInt64 = 0) async throws {
+        try await io { try $0.setNetworkProfile(profile: profile, seed: seed) }
     }
 
     /// The network profile in force.
-    public func networkProfile() throws -> NetworkProfile {
-        try core.networkProfile()
+    public func networkProfile() async throws -> NetworkProfile {
+        try await io { try $0.networkProfile() }
     }
 
     /// What the network simulator did so far.
-    public func networkStats() throws -> NetsimStats {
-        try core.networkStats()
+    public func networkStats() async throws -> NetsimStats {
+        try await io { try $0.networkStats() }
     }
 
-    /// A composer for one confirm screen.
-    public func composer() throws -> Composer {
-        try Composer(core: core.composer())
+    /// Sends and resolves everything due within `deadline` (seconds), then says what is left: what a
+    /// `BGProcessingTask` handler turns into `setTaskCompleted(success:)` and its next request. Returns by the
+    /// deadline even with a request out; nothing is lost, it goes on with the same key.
+    public func drain(deadline: TimeInterval) async throws -> DrainSummary {
+        let core = try live()
+        let summary = try await cancellable { try await core.drain(deadline: deadline) }
+        try await reload()
+        return summary
     }
 
-    /// A composer re-attached to a transfer confirmed earlier (after the app was killed).
-    public func composer(for localId: String) throws -> Composer {
-        try Composer(core: core.composerFor(localId: localId))
+    /// `drain(deadline:)` with a Swift `Duration`.
+    public func drain(deadline: Duration) async throws -> DrainSummary {
+        let (seconds, attoseconds) = deadline.components
+        return try await drain(deadline: TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18)
+    }
+
+    /// The app's lifecycle: in the background, network wake-ups are spread (see the README). A flag, no I/O.
+    public func setInForeground(_ foreground: Bool) throws {
+        try live().setInForeground(foreground: foreground)
+    }
+
+    /// The account the store is bound to, if any.
+    public func accountId() async throws -> String? {
+        try await io { try $0.accountId() }
+    }
+
+    /// Signs `accountId` in with `token`; another account than the bound one throws
+    /// `SendOnceError.AccountMismatch` while it has unfinished transfers (with none, its history is wiped first).
+    @discardableResult
+    public func signIn(accountId: String, token: String?) async throws -> WipeReport? {
+        let report = try await io { try $0.signIn(accountId: accountId, token: token) }
+        try await reload()
+        return report
+    }
+
+    /// Forgets the token and deletes every transfer and the account binding; throws
+    /// `SendOnceError.UnfinishedTransfers` while any is unfinished, unless `force`.
+    @discardableResult
+    public func signOut(force: Bool = false) async throws -> WipeReport {
+        let report = try await io { try $0.signOut(force: force) }
+        try await reload()
+        return report
+    }
+
+    /// Calls `body` with every event (attempts, answers, retries, outcomes, wipes), on an SDK thread. Events
+    /// carry local ids only, never a recipient, note or token. Keep the token: cancelling or releasing it (or
+    /// closing the SDK) unregisters.
+    public func addEventListener(_ body: @escaping @Sendable (SdkEvent) -> Void) throws -> ListenerToken {
+        let core = try live()
+        let id = try core.addEventListener(listener: EventRelay(body))
+        return ListenerToken { [weak self] in
+            guard let self, !self.isClosed else { return }
+            try? self.core.removeListener(id: id)
+        }
+    }
+
+    /// Re-reads the list after a call that may delete rows (a wipe), which no change delivers.
+    private func reload() async throws {
+        let fresh = try await io { try $0.transfers() }
+        if !isClosed { list.publish { _ in fresh } }
+    }
+
+    /// A composer for one confirm screen; closed with the SDK at the latest.
+    public func composer() async throws -> Composer {
+        try track(await io { try Composer(core: $0.composer()) })
+    }
+
+    /// The composer of a transfer confirmed earlier, e.g. by a scene the system discarded: keep its local id
+    /// in `@SceneStorage` and re-attach here. The SDK decides what it shows (Send stays off unless the
+    /// transfer is final) and it reaches the receipt like the original screen would.
+    public func composer(for localId: String) async throws -> Composer {
+        try track(await io { try Composer(core: $0.composerFor(localId: localId)) })
+    }
+
+    /// The composer for a confirm screen the system may have discarded: pass the local id the scene saved in
+    /// `@SceneStorage` (nil if none). The SDK decides: that transfer, finished or not (so a receipt survives
+    /// process death); else the newest unfinished transfer; else a fresh composer.
+    public func restoreComposer(savedLocalId: String?) async throws -> Composer {
+        try track(await io { try Composer(core: $0.restoreComposer(savedLocalId: savedLocalId)) })
     }
 
     /// Stops sending and releases the file. Nothing is lost: a request cut off here is sent again, with the
-    /// same key, on the next open. Safe to call twice; ends every stream.
+    /// same key, on the next open. Safe to call twice; ends every stream, of the SDK and of its composers.
+    /// No store transaction runs here: the SDK aborts its tasks and drops the file lock.
     public func close() {
-        lock.lock()
-        if closed {
-            lock.unlock()
-            return
+        let taken: (UInt64, [WeakComposer])? = state.withLock { s in
+            if s.closed { return nil }
+            s.closed = true
+            s.callbacks.removeAll()
+            defer { s.composers = [] }
+            return (s.listenerId, s.composers)
         }
-        closed = true
-        callbacks.removeAll()
+        guard let (id, composers) = taken else { return }
         if let key = sharedKey {
-            Self.instancesLock.lock()
-            if Self.instances[key] === self { Self.instances[key] = nil }
-            Self.instancesLock.unlock()
+            Self.instances.withLock { instances in
+                if instances[key] === self { instances[key] = nil }
+            }
         }
-        let id = listenerId
-        lock.unlock()
+        for composer in composers {
+            composer.value?.close()
+        }
         try? core.removeListener(id: id)
         try? core.shutdown()
         list.finish()
     }
 
+    private func live() throws -> SendOnceCore {
+        if state.withLock({ $0.closed }) { throw SendOnceError.Closed }
+        return core
+    }
+
+    /// A synchronous FFI call that may touch the disk, run off the caller's thread.
+    private func io<T: Sendable>(_ body: @escaping @Sendable (SendOnceCore) throws -> T) async throws -> T {
+        let core = try live()
+        return try await offCallerThread { try body(core) }
+    }
+
+    private func track(_ composer: Composer) -> Composer {
+        state.withLock { s in
+            s.composers.removeAll { $0.value == nil }
+            s.composers.append(WeakComposer(value: composer))
+        }
+        return composer
+    }
+
     fileprivate func changed(_ transfer: Transfer) {
-        refresh()
-        lock.lock()
-        let bodies = Array(callbacks.values)
-        lock.unlock()
+        let (deliver, bodies) = state.withLock { s -> (Bool, [@Sendable (Transfer) throws -> Void]) in
+            if s.closed { return (false, []) }
+            if !s.loaded {
+                s.early.append(transfer)
+                return (false, [])
+            }
+            return (true, Array(s.callbacks.values))
+        }
+        guard deliver else { return }
+        // Listeners first: once a stream shows a change, every listener has been told of it.
         for body in bodies {
             // A listener's failure is its own; the SDK carries on.
             try? body(transfer)
         }
-    }
-
-    /// Re-reads the list from the SDK (the one source of truth) and hands it to every stream, in order.
-    private func refresh() {
-        list.publish { _ in try? core.transfers() }
+        list.publish { merged($0, transfer) }
     }
 }
 
-/// Unregisters a listener when cancelled.
-public final class ListenerToken: @unchecked Sendable {
-    private let onCancel: () -> Void
-    private var cancelled = false
-    private let lock = NSLock()
+/// `list` with `t` in place of its older state, or inserted where the newest-first order puts it.
+func merged(_ list: [Transfer], _ t: Transfer) -> [Transfer] {
+    var out = list
+    if let at = out.firstIndex(where: { $0.localId == t.localId }) {
+        out[at] = t
+        return out
+    }
+    let newer = { (a: Transfer, b: Transfer) in a.createdAt != b.createdAt ? a.createdAt > b.createdAt : a.localId > b.localId }
+    out.insert(t, at: out.firstIndex(where: { newer(t, $0) }) ?? out.count)
+    return out
+}
 
-    init(_ onCancel: @escaping () -> Void) {
-        self.onCancel = onCancel
+/// A weak reference; kept inside a `Locked`, which makes it safe to share.
+struct Weak<Object: AnyObject> {
+    weak var value: Object?
+}
+
+private typealias WeakComposer = Weak<Composer>
+
+/// Unregisters a listener when cancelled or released.
+public final class ListenerToken: Sendable {
+    private let onCancel: Locked<(@Sendable () -> Void)?>
+
+    init(_ onCancel: @escaping @Sendable () -> Void) {
+        self.onCancel = Locked(onCancel)
+    }
+
+    deinit {
+        cancel()
     }
 
     /// Stops the listener; safe to call twice.
     public func cancel() {
-        lock.lock()
-        let first = !cancelled
-        cancelled = true
-        lock.unlock()
-        if first { onCancel() }
+        onCancel.take()?()
     }
 }
 
 /// Holds the SDK weakly: the native side keeps the listener alive, it must not keep the SDK alive.
-private final class TransferRelay: TransferListener, @unchecked Sendable {
-    weak var owner: SendOnce?
+private final class TransferRelay: TransferListener {
+    private let owner: Locked<Weak<SendOnce>>
 
     init(_ owner: SendOnce) {
-        self.owner = owner
+        self.owner = Locked(Weak(value: owner))
     }
 
     func onTransferChanged(transfer: Transfer) throws {
-        owner?.changed(transfer)
+        owner.withLock { $0.value }?.changed(transfer)
     }
 }
 
-private final class EventRelay: EventListener, @unchecked Sendable {
+private final class EventRelay: EventListener {
     let body: @Sendable (SdkEvent) -> Void
     init(_ body: @escaping @Sendable (SdkEvent) -> Void) { self.body = body }
     func onEvent(event: SdkEvent) throws { body(event) }
 }
 
-private final class LogRelay: LogSink, @unchecked Sendable {
+private final class LogRelay: LogSink {
     let body: @Sendable (LogRecord) -> Void
     init(_ body: @escaping @Sendable (LogRecord) -> Void) { self.body = body }
     func log(record: LogRecord) throws { body(record) }

@@ -4,12 +4,12 @@ import Foundation
 import FoundationNetworking
 #endif
 
-public struct User {
+public struct User: Sendable {
     public let id: String
     public let token: String
 }
 
-public struct LedgerEntry {
+public struct LedgerEntry: Sendable {
     public let kind: String
     public let userId: String
     public let amountMinor: Int64

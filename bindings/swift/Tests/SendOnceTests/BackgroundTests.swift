@@ -5,40 +5,26 @@ import XCTest
 
 /// The SDK beyond the open screen, from Swift: the shared instance, drain, token refresh, accounts,
 /// events, the log sink, and URLSession as the transport.
-final class BackgroundTests: XCTestCase {
-    nonisolated(unsafe) static var server: MockServer?
-    var server: MockServer { Self.server! }
-
-    override class func setUp() {
-        super.setUp()
-        do { server = try MockServer() } catch { fatalError("could not start server-mock: \(error)") }
-    }
-
-    override class func tearDown() {
-        server?.stop()
-        server = nil
-        super.tearDown()
-    }
-
+final class BackgroundTests: ServerTestCase {
     func config(_ user: User, token: String? = nil, accountId: String? = nil, profile: NetworkProfile? = nil) -> SendOnceConfig {
         SendOnceConfig(
             baseUrl: server.baseUrl, dbPath: server.dbPath(), accessToken: AccessToken(value: token ?? user.token),
-            retry: RetryPolicy(baseMs: 20, capMs: 300, budgetBurst: 1000, budgetPerSecond: 1000),
-            requestTimeoutMs: 5000, networkProfile: profile, accountId: accountId, backgroundWakeWindowMs: 200
+            retry: RetryPolicy(base: 0.02, cap: 0.3, giveUpAfter: 86_400, jitter: true, budgetBurst: 1000, budgetPerSecond: 1000),
+            requestTimeout: 5, networkProfile: profile, accountId: accountId, backgroundWakeWindow: 0.2
         )
     }
 
     func testTheAppSharesOneInstanceNeverAlreadyOpen() async throws {
         let alice = try await server.createUser("alice", balanceMinor: 1_000_000)
         let config = config(alice)
-        let ui = try SendOnce.shared(config)
-        let task = try SendOnce.shared(config)
+        let ui = try await SendOnce.shared(config)
+        let task = try await SendOnce.shared(config)
         XCTAssertTrue(ui === task)
-        XCTAssertThrowsError(try SendOnce(config: config)) { error in
-            guard case SendOnceError.AlreadyOpen = error else { return XCTFail("\(error)") }
+        await assertThrows({ if case .AlreadyOpen = $0 { return true }; return false }, "open beside shared") {
+            try await SendOnce.open(config)
         }
         ui.close()
-        let next = try SendOnce.shared(config)
+        let next = try await SendOnce.shared(config)
         XCTAssertFalse(next === ui, "a closed instance is replaced")
         next.close()
     }
@@ -46,12 +32,13 @@ final class BackgroundTests: XCTestCase {
     func testConfirmedOfflineBackgroundedThenDrainedSucceeds() async throws {
         let alice = try await server.createUser("alice", balanceMinor: 1_000_000)
         let bob = try await server.createUser("bob")
-        let sdk = try SendOnce.shared(config(alice))
+        let sdk = try await SendOnce.shared(config(alice))
         defer { sdk.close() }
-        try sdk.setNetworkAvailable(false)
+        try await sdk.setNetworkAvailable(false)
         let t = try await sdk.sendTransfer(to: bob.id, amountMinor: 2_500, currency: "BDT")
         try sdk.setInForeground(false)
-        XCTAssertEqual(try sdk.transfer(t.localId).state, .pending)
+        let pending = try await sdk.transfer(t.localId)
+        XCTAssertEqual(pending.state, .pending)
         let summary = try await sdk.drain(deadline: .seconds(20))
         XCTAssertFalse(summary.deadlineReached)
         XCTAssertEqual(summary.finished.map(\.localId), [t.localId])
@@ -65,9 +52,9 @@ final class BackgroundTests: XCTestCase {
         let alice = try await server.createUser("alice", balanceMinor: 1_000_000)
         let bob = try await server.createUser("bob")
         let slow = NetworkProfile.custom(settings: NetsimSettings(latencyMs: 1500))
-        let sdk = try SendOnce.shared(config(alice, profile: slow))
+        let sdk = try await SendOnce.shared(config(alice, profile: slow))
         defer { sdk.close() }
-        try sdk.setNetworkAvailable(false)
+        try await sdk.setNetworkAvailable(false)
         let t = try await sdk.sendTransfer(to: bob.id, amountMinor: 900, currency: "BDT")
         let short = try await sdk.drain(deadline: .milliseconds(200))
         XCTAssertTrue(short.deadlineReached)
@@ -88,9 +75,7 @@ final class BackgroundTests: XCTestCase {
         var asked: [Bool] = []
         init(_ token: String) { self.token = token }
         func token(forceRefresh: Bool) async throws -> String? {
-            lock.lock()
-            asked.append(forceRefresh)
-            lock.unlock()
+            lock.withLock { asked.append(forceRefresh) }
             return token
         }
     }
@@ -99,7 +84,7 @@ final class BackgroundTests: XCTestCase {
         let alice = try await server.createUser("alice", balanceMinor: 1_000_000)
         let bob = try await server.createUser("bob")
         let provider = Provider(alice.token)
-        let sdk = try SendOnce(config: config(alice, token: "expired"), tokenProvider: provider, transport: nil)
+        let sdk = try await SendOnce.open(config(alice, token: "expired"), tokenProvider: provider, transport: nil)
         defer { sdk.close() }
         let t = try await sdk.sendTransfer(to: bob.id, amountMinor: 1_000, currency: "BDT")
         let done = try await sdk.outcome(of: t.localId)
@@ -113,9 +98,7 @@ final class BackgroundTests: XCTestCase {
         let lock = NSLock()
         var asked = 0
         func token(forceRefresh: Bool) async throws -> String? {
-            lock.lock()
-            asked += 1
-            lock.unlock()
+            lock.withLock { asked += 1 }
             throw URLError(.userAuthenticationRequired)
         }
     }
@@ -124,15 +107,16 @@ final class BackgroundTests: XCTestCase {
         let alice = try await server.createUser("alice", balanceMinor: 1_000_000)
         let bob = try await server.createUser("bob")
         let provider = Failing()
-        let sdk = try SendOnce(config: config(alice, token: "expired"), tokenProvider: provider, transport: nil)
+        let sdk = try await SendOnce.open(config(alice, token: "expired"), tokenProvider: provider, transport: nil)
         defer { sdk.close() }
         let t = try await sdk.sendTransfer(to: bob.id, amountMinor: 1_000, currency: "BDT")
-        for _ in 0..<3000 where try sdk.transfer(t.localId).state != .authRequired {
+        for _ in 0..<3000 where try await sdk.transfer(t.localId).state != .authRequired {
             try await Task.sleep(nanoseconds: 10_000_000)
         }
-        XCTAssertEqual(try sdk.transfer(t.localId).state, .authRequired)
+        let parked = try await sdk.transfer(t.localId)
+        XCTAssertEqual(parked.state, .authRequired)
         XCTAssertEqual(provider.asked, 1)
-        try sdk.setAccessToken(alice.token)
+        try await sdk.setAccessToken(alice.token)
         let done = try await sdk.outcome(of: t.localId)
         XCTAssertEqual(done.state, .succeeded)
         XCTAssertEqual(done.idempotencyKey, t.idempotencyKey)
@@ -141,21 +125,23 @@ final class BackgroundTests: XCTestCase {
     func testAnotherAccountIsRefusedAndSignOutRefusesUnlessForced() async throws {
         let alice = try await server.createUser("alice", balanceMinor: 1_000_000)
         let bob = try await server.createUser("bob")
-        let sdk = try SendOnce(config: config(alice, accountId: "acct-swift-alice"))
+        let sdk = try await SendOnce.open(config(alice, accountId: "acct-swift-alice"))
         defer { sdk.close() }
-        XCTAssertEqual(try sdk.accountId(), "acct-swift-alice")
-        try sdk.setNetworkAvailable(false)
+        let bound = try await sdk.accountId()
+        XCTAssertEqual(bound, "acct-swift-alice")
+        try await sdk.setNetworkAvailable(false)
         let t = try await sdk.sendTransfer(to: bob.id, amountMinor: 300, currency: "BDT")
-        XCTAssertThrowsError(try sdk.signIn(accountId: "acct-swift-bob", token: bob.token)) { error in
-            guard case SendOnceError.AccountMismatch = error else { return XCTFail("\(error)") }
+        await assertThrows({ if case .AccountMismatch = $0 { return true }; return false }, "another account") {
+            try await sdk.signIn(accountId: "acct-swift-bob", token: bob.token)
         }
-        XCTAssertThrowsError(try sdk.signOut()) { error in
-            guard case SendOnceError.UnfinishedTransfers = error else { return XCTFail("\(error)") }
+        await assertThrows({ if case .UnfinishedTransfers = $0 { return true }; return false }, "sign-out") {
+            try await sdk.signOut()
         }
-        let report = try sdk.signOut(force: true)
+        let report = try await sdk.signOut(force: true)
         XCTAssertEqual(report.discardedUnfinished.map(\.localId), [t.localId])
-        XCTAssertTrue(try sdk.transfers().isEmpty)
-        XCTAssertNil(try sdk.accountId())
+        XCTAssertTrue(sdk.currentTransfers.isEmpty)
+        let left = try await sdk.accountId()
+        XCTAssertNil(left)
     }
 
     final class Lines: @unchecked Sendable {
@@ -173,9 +159,10 @@ final class BackgroundTests: XCTestCase {
         let lines = Lines()
         try SendOnce.setLogSink(level: .trace) { lines.add($0) }
         defer { try? SendOnce.setLogSink(level: .trace, nil) }
-        let sdk = try SendOnce(config: config(alice), tokenProvider: nil, transport: URLSessionTransport())
+        let sdk = try await SendOnce.open(config(alice), tokenProvider: nil, transport: URLSessionTransport())
         defer { sdk.close() }
-        try sdk.addEventListener { lines.add($0) }
+        let token = try sdk.addEventListener { lines.add($0) }
+        defer { token.cancel() }
         let t = try await sdk.sendTransfer(to: bob.id, amountMinor: 700, currency: "BDT", note: "swift-note-marker")
         let done = try await sdk.outcome(of: t.localId)
         XCTAssertEqual(done.state, .succeeded)

@@ -4,51 +4,21 @@ import XCTest
 @testable import SendOnce
 
 /// The Swift bindings against the real Rust library and the real server-mock on loopback.
-final class SendOnceTests: XCTestCase {
-    // One server for the whole class (started on first use, stopped at the end).
-    nonisolated(unsafe) static var shared: MockServer?
-    var server: MockServer { Self.shared! }
-
-    override class func setUp() {
-        super.setUp()
-        do {
-            shared = try MockServer()
-        } catch {
-            fatalError("could not start server-mock: \(error)")
-        }
-    }
-
-    override class func tearDown() {
-        shared?.stop()
-        shared = nil
-        super.tearDown()
-    }
-
-    let fastRetry = RetryPolicy(baseMs: 20, capMs: 300, budgetBurst: 1000, budgetPerSecond: 1000)
+final class SendOnceTests: ServerTestCase {
+    let fastRetry = RetryPolicy(base: 0.02, cap: 0.3, giveUpAfter: 86_400, jitter: true, budgetBurst: 1000, budgetPerSecond: 1000)
 
     func config(
-        _ user: User, dbPath: String? = nil, profile: NetworkProfile? = nil, clockSpeed: Double = 1.0, fast: Bool = true
+        _ user: User, dbPath: String? = nil, profile: NetworkProfile? = nil, clockSpeed: Double = 1.0, fast: Bool = true,
+        retry: RetryPolicy? = nil, baseUrl: String? = nil, requestTimeout: TimeInterval = 5
     ) -> SendOnceConfig {
         SendOnceConfig(
-            baseUrl: server.baseUrl, dbPath: dbPath ?? server.dbPath(), accessToken: AccessToken(value: user.token),
-            retry: fast ? fastRetry : nil, requestTimeoutMs: 5000, networkProfile: profile, clockSpeed: clockSpeed
+            baseUrl: baseUrl ?? server.baseUrl, dbPath: dbPath ?? server.dbPath(), accessToken: AccessToken(value: user.token),
+            retry: retry ?? (fast ? fastRetry : nil), requestTimeout: requestTimeout, networkProfile: profile, clockSpeed: clockSpeed
         )
     }
 
     func pair(balance: Int64 = 1_000_000) async throws -> (User, User) {
         (try await server.createUser("alice", balanceMinor: balance), try await server.createUser("bob"))
-    }
-
-    /// Fails the test if `body` throws anything but `expected` (compared by case).
-    func assertThrows<T>(_ expected: (SendOnceError) -> Bool, _ what: String, _ body: () async throws -> T) async {
-        do {
-            _ = try await body()
-            XCTFail("\(what): no error thrown")
-        } catch let e as SendOnceError {
-            XCTAssertTrue(expected(e), "\(what): unexpected \(e)")
-        } catch {
-            XCTFail("\(what): not a SendOnceError: \(error)")
-        }
     }
 
     func testAConfigNeverPrintsItsAccessToken() {
@@ -60,7 +30,7 @@ final class SendOnceTests: XCTestCase {
 
     func testSendAndSucceed() async throws {
         let (alice, bob) = try await pair()
-        let sdk = try SendOnce(config: config(alice))
+        let sdk = try await SendOnce.open(config(alice))
         defer { sdk.close() }
         let sent = try await sdk.sendTransfer(to: bob.id, amountMinor: 12_345, currency: "BDT", note: "rent")
         XCTAssertFalse(sent.idempotencyKey.isEmpty)
@@ -86,9 +56,9 @@ final class SendOnceTests: XCTestCase {
         let (alice, bob) = try await pair()
         // Latency keeps the first attempt in flight while the user taps again.
         let slow = NetworkProfile.custom(settings: NetsimSettings(latencyMs: 400))
-        let sdk = try SendOnce(config: config(alice, profile: slow))
+        let sdk = try await SendOnce.open(config(alice, profile: slow))
         defer { sdk.close() }
-        let composer = try sdk.composer()
+        let composer = try await sdk.composer()
         defer { composer.close() }
         XCTAssertEqual(composer.state, .editing)
         XCTAssertTrue(composer.sendEnabled)
@@ -98,8 +68,7 @@ final class SendOnceTests: XCTestCase {
         async let b = composer.confirm(request)
         let taps = try await [a, b]
         XCTAssertFalse(composer.sendEnabled, "Send must be disabled right after confirm")
-        var other = request
-        other.amountMinor = 999
+        let other = TransferRequest(toUserId: bob.id, amountMinor: 999, currency: "BDT")
         let third = try await composer.confirm(other)
         let all = taps + [third]
         XCTAssertEqual(Set(all.map(\.localId)).count, 1, "one transfer for every tap")
@@ -117,9 +86,9 @@ final class SendOnceTests: XCTestCase {
         XCTAssertEqual(receipt.localId, taps[0].localId)
         let debits = try await server.debits(receipt.idempotencyKey)
         XCTAssertEqual(debits.count, 1)
-        XCTAssertEqual(try sdk.transfers().count, 1)
+        XCTAssertEqual(sdk.currentTransfers.count, 1)
 
-        try composer.newIntent()
+        try await composer.newIntent()
         XCTAssertEqual(composer.state, .editing)
         XCTAssertTrue(composer.sendEnabled)
     }
@@ -128,10 +97,11 @@ final class SendOnceTests: XCTestCase {
         let (alice, bob) = try await pair()
         // The real Train profile (tunnels, 30 % of answers lost, seconds of latency, replays) on a clock
         // running 50x: its minutes of tunnels and 15 s timeouts pass in about a second.
-        let sdk = try SendOnce(config: config(alice, clockSpeed: 50, fast: false))
+        let sdk = try await SendOnce.open(config(alice, clockSpeed: 50, fast: false))
         defer { sdk.close() }
-        try sdk.setNetworkProfile(.train, seed: 7)
-        XCTAssertEqual(try sdk.networkProfile(), .train)
+        try await sdk.setNetworkProfile(.train, seed: 7)
+        let profile = try await sdk.networkProfile()
+        XCTAssertEqual(profile, .train)
         var sent: [Transfer] = []
         for i in 1...8 {
             sent.append(try await sdk.sendTransfer(to: bob.id, amountMinor: Int64(100 * i), currency: "BDT"))
@@ -140,7 +110,7 @@ final class SendOnceTests: XCTestCase {
         for t in sent {
             outcomes.append(try await sdk.outcome(of: t.localId))
         }
-        let stats = try sdk.networkStats()
+        let stats = try await sdk.networkStats()
         print("train: \(stats), attempts \(outcomes.map(\.attempts))")
         XCTAssertTrue(outcomes.allSatisfy { $0.state == .succeeded }, "\(outcomes.map(\.state))")
         XCTAssertGreaterThanOrEqual(stats.requests, 8)
@@ -156,23 +126,25 @@ final class SendOnceTests: XCTestCase {
     func testCloseAndReopenResumesUnfinishedTransferWithSameKey() async throws {
         let (alice, bob) = try await pair()
         let db = server.dbPath("reopen")
-        let first = try SendOnce(config: config(alice, dbPath: db, profile: .offline))
+        let first = try await SendOnce.open(config(alice, dbPath: db, profile: .offline))
         let sent = try await first.sendTransfer(to: bob.id, amountMinor: 777, currency: "BDT")
         // Offline: it keeps retrying and nothing reaches the server.
         for await t in first.updates(of: sent.localId) where t.attempts >= 1 {
             break
         }
-        XCTAssertFalse(try first.transfer(sent.localId).state.isFinal)
+        let unfinished = try await first.transfer(sent.localId)
+        XCTAssertFalse(unfinished.state.isFinal)
         first.close()
-        await assertThrows({ $0 == .Closed(message: "the SDK is closed") }, "after close") { try first.transfer(sent.localId) }
+        await assertThrows({ $0 == .Closed }, "after close") { try await first.transfer(sent.localId) }
         let before = try await server.debits(sent.idempotencyKey)
         XCTAssertTrue(before.isEmpty)
 
-        let second = try SendOnce(config: config(alice, dbPath: db))
+        let second = try await SendOnce.open(config(alice, dbPath: db))
         defer { second.close() }
-        XCTAssertEqual(try second.unfinishedTransfers().map(\.localId), [sent.localId])
+        let unfinishedIds = try await second.unfinishedTransfers().map(\.localId)
+        XCTAssertEqual(unfinishedIds, [sent.localId])
         // The confirm screen re-attaches to the transfer: Send stays off, the receipt arrives.
-        let screen = try second.composer(for: sent.localId)
+        let screen = try await second.composer(for: sent.localId)
         defer { screen.close() }
         XCTAssertFalse(screen.sendEnabled)
         for await state in screen.states() {
@@ -192,9 +164,8 @@ final class SendOnceTests: XCTestCase {
 
     func testPastGiveUpHorizonNeedsAttentionAndResolveLooksUpByKey() async throws {
         let (alice, bob) = try await pair()
-        var cfg = config(alice, profile: .offline)
-        cfg.retry?.giveUpAfterMs = 300
-        let sdk = try SendOnce(config: cfg)
+        let shortHorizon = RetryPolicy(base: 0.02, cap: 0.3, giveUpAfter: 0.3, jitter: true, budgetBurst: 1000, budgetPerSecond: 1000)
+        let sdk = try await SendOnce.open(config(alice, profile: .offline, retry: shortHorizon))
         defer { sdk.close() }
         let sent = try await sdk.sendTransfer(to: bob.id, amountMinor: 42, currency: "BDT")
         let parked = try await sdk.outcome(of: sent.localId)
@@ -202,7 +173,7 @@ final class SendOnceTests: XCTestCase {
         XCTAssertTrue(parked.state.isSettled)
         XCTAssertFalse(parked.state.isFinal)
         // Back online: the look-up by key finds that the server never executed it; no new key, no send.
-        try sdk.setNetworkProfile(.off)
+        try await sdk.setNetworkProfile(.off)
         let resolved = try await sdk.resolve(sent.localId)
         XCTAssertEqual(resolved.state, .failed)
         XCTAssertEqual(resolved.rejection?.code, "not_executed")
@@ -230,7 +201,7 @@ final class SendOnceTests: XCTestCase {
         try core.shutdown()
 
         // Through the idiomatic layer: the callback throws, the streams keep working.
-        let sdk = try SendOnce(config: config(alice))
+        let sdk = try await SendOnce.open(config(alice))
         defer { sdk.close() }
         let seen = Counter()
         let token = sdk.addListener { _ in
@@ -248,7 +219,7 @@ final class SendOnceTests: XCTestCase {
     func testBadInputSurfacesAsTypedError() async throws {
         let (alice, bob) = try await pair()
         let db = server.dbPath()
-        let sdk = try SendOnce(config: config(alice, dbPath: db))
+        let sdk = try await SendOnce.open(config(alice, dbPath: db))
         defer { sdk.close() }
         func isAmount(_ e: SendOnceError) -> Bool { if case .InvalidAmount = e { return true }; return false }
         await assertThrows(isAmount, "zero") { try await sdk.sendTransfer(to: bob.id, amountMinor: 0, currency: "BDT") }
@@ -262,42 +233,39 @@ final class SendOnceTests: XCTestCase {
         await assertThrows({ if case .InvalidNote = $0 { return true }; return false }, "note") {
             try await sdk.sendTransfer(to: bob.id, amountMinor: 10, currency: "BDT", note: String(repeating: "x", count: 141))
         }
-        await assertThrows({ if case .NotFound = $0 { return true }; return false }, "not found") { try sdk.transfer("no-such-id") }
+        await assertThrows({ if case .NotFound = $0 { return true }; return false }, "not found") { try await sdk.transfer("no-such-id") }
         await assertThrows({ if case .InvalidConfig = $0 { return true }; return false }, "rate") {
-            try sdk.setNetworkProfile(.custom(settings: NetsimSettings(dropRequestRate: 2)))
+            try await sdk.setNetworkProfile(.custom(settings: NetsimSettings(dropRequestRate: 2)))
         }
-        let composer = try sdk.composer()
+        let composer = try await sdk.composer()
         defer { composer.close() }
         await assertThrows(isAmount, "composer") { try await composer.confirm(to: bob.id, amountMinor: 0, currency: "BDT") }
         XCTAssertTrue(composer.sendEnabled, "a refused confirm leaves Send enabled")
         await assertThrows({ if case .AlreadyOpen = $0 { return true }; return false }, "second open") {
-            try SendOnce(config: self.config(alice, dbPath: db))
+            try await SendOnce.open(self.config(alice, dbPath: db))
         }
-        XCTAssertTrue(try sdk.transfers().isEmpty, "nothing was persisted")
+        XCTAssertTrue(sdk.currentTransfers.isEmpty, "nothing was persisted")
         do {
             _ = try await sdk.sendTransfer(to: bob.id, amountMinor: 10, currency: "XX")
             XCTFail("no error")
-        } catch let SendOnceError.InvalidCurrency(message) {
-            XCTAssertTrue(message.contains("XX"), message)
+        } catch let SendOnceError.InvalidCurrency(detail) {
+            XCTAssertTrue(detail.contains("XX"), detail)
         }
 
-        var bad = config(alice)
-        bad.baseUrl = "ftp://nowhere"
-        await assertThrows({ if case .InvalidConfig = $0 { return true }; return false }, "url") { try SendOnce(config: bad) }
-        bad = config(alice)
-        bad.requestTimeoutMs = -1
-        await assertThrows({ if case .InvalidConfig = $0 { return true }; return false }, "timeout") { try SendOnce(config: bad) }
+        let badUrl = config(alice, baseUrl: "ftp://nowhere")
+        await assertThrows({ if case .InvalidConfig = $0 { return true }; return false }, "url") { try await SendOnce.open(badUrl) }
+        let zeroTimeout = config(alice, requestTimeout: 0)
+        await assertThrows({ if case .InvalidConfig = $0 { return true }; return false }, "timeout") { try await SendOnce.open(zeroTimeout) }
     }
 
     /// Consumers that stop iterating while the SDK publishes from its own threads must never deadlock
     /// (regression: yielding under the same lock that `onTermination` takes).
     func testStreamsCanBeAbandonedWhileChangesFlow() async throws {
         let (alice, bob) = try await pair()
-        var busy = config(alice, profile: .offline)
-        busy.retry = RetryPolicy(baseMs: 1, capMs: 2, budgetBurst: 100_000, budgetPerSecond: 100_000)
-        let sdk = try SendOnce(config: busy)
+        let busyRetry = RetryPolicy(base: 0.001, cap: 0.002, giveUpAfter: 86_400, jitter: true, budgetBurst: 100_000, budgetPerSecond: 100_000)
+        let sdk = try await SendOnce.open(config(alice, profile: .offline, retry: busyRetry))
         defer { sdk.close() }
-        let composer = try sdk.composer()
+        let composer = try await sdk.composer()
         defer { composer.close() }
         let t = try await composer.confirm(to: bob.id, amountMinor: 5, currency: "BDT")
         for i in 0..<10 {
@@ -309,8 +277,8 @@ final class SendOnceTests: XCTestCase {
             for await _ in sdk.updates(of: t.localId) { break }
             for await _ in composer.states() { break }
         }
-        try sdk.setNetworkProfile(.off)
-        for transfer in try sdk.transfers() {
+        try await sdk.setNetworkProfile(.off)
+        for transfer in try await sdk.transfers(after: nil, limit: 500) {
             let done = try await sdk.outcome(of: transfer.localId)
             XCTAssertEqual(done.state, .succeeded)
         }
@@ -323,15 +291,15 @@ final class SendOnceTests: XCTestCase {
         let garbage = Data((0..<16 * 1024).map { _ in UInt8.random(in: 0...255, using: &generator) })
         try garbage.write(to: URL(fileURLWithPath: db))
         await assertThrows({ if case .StorageCorrupt = $0 { return true }; return false }, "corrupt") {
-            try SendOnce(config: self.config(alice, dbPath: db))
+            try await SendOnce.open(self.config(alice, dbPath: db))
         }
         // A directory where the file should be: also a typed error.
         let dir = server.dir.appendingPathComponent("a-directory.db")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        await assertThrows({ _ in true }, "directory") { try SendOnce(config: self.config(alice, dbPath: dir.path)) }
+        await assertThrows({ _ in true }, "directory") { try await SendOnce.open(self.config(alice, dbPath: dir.path)) }
         // The process is still fine: a good file opens.
-        let sdk = try SendOnce(config: config(alice))
-        XCTAssertTrue(try sdk.transfers().isEmpty)
+        let sdk = try await SendOnce.open(config(alice))
+        XCTAssertTrue(sdk.currentTransfers.isEmpty)
         sdk.close()
     }
 }

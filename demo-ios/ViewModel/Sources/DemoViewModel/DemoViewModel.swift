@@ -6,9 +6,11 @@ import SendOnce
 /// `state` (or iterates `states()`) and calls the `on…` methods, nothing else.
 ///
 /// Every transfer decision (key, state, retry, whether Send is enabled) is the SDK's; this class only turns
-/// SDK state into text and forwards taps. `directory` holds the SDK's database and the demo account. Call
-/// `close()` when the screen goes away: the SDK is the process's shared instance and keeps sending in the
-/// background, where a BGProcessingTask (`DemoBackground.drain`) finishes what is left.
+/// SDK state into text and forwards taps. `directory` holds the demo account, `databaseDirectory` the SDK's
+/// database (prepared by `DatabaseLocation`), `memory` what survives process death (`@SceneStorage`). No
+/// disk or network work runs on the MainActor: the SDK's calls are async, the account store is an actor.
+/// Call `close()` when the screen goes away: the SDK is the process's shared instance and keeps sending in
+/// the background, where a BGProcessingTask (`DemoBackground.drain`) finishes what is left.
 @MainActor
 public final class DemoViewModel {
     /// What the user typed and chose; everything else on screen comes from the SDK.
@@ -45,6 +47,8 @@ public final class DemoViewModel {
     }
 
     private let directory: URL
+    private let databaseDirectory: URL
+    private let memory: ScreenMemory
     private let options: DemoOptions
     private let store: AccountStore
     private let walletClient = WalletClient()
@@ -56,17 +60,29 @@ public final class DemoViewModel {
     private var ticker: Task<Void, Never>?
     private var connectGeneration = 0
     private var closed = false
+    private var lastTap: Task<Void, Never>?
+    private var pendingTaps = 0
     private var continuations: [UUID: AsyncStream<DemoUiState>.Continuation] = [:]
 
-    public init(directory: URL, options: DemoOptions = DemoOptions()) {
+    public init(
+        directory: URL, options: DemoOptions = DemoOptions(), memory: ScreenMemory? = nil,
+        databaseDirectory: URL? = nil
+    ) {
         self.directory = directory
+        self.databaseDirectory = databaseDirectory ?? directory
+        self.memory = memory ?? InMemoryScreenMemory()
         self.options = options
         store = AccountStore(file: directory.appendingPathComponent(DemoBackground.accountFile))
-        let url = store.serverUrl ?? options.defaultServerUrl
-        model = Model(serverUrl: url, serverUrlField: url)
+        model = Model(serverUrl: options.defaultServerUrl, serverUrlField: options.defaultServerUrl)
         state = DemoUiState()
         render()
-        Task { await connect() }
+        Task {
+            if let saved = await store.serverUrl {
+                model.serverUrl = saved
+                model.serverUrlField = saved
+            }
+            await connect()
+        }
     }
 
     /// The screen's states: the current one at once, then every change. Ends on `close()`.
@@ -89,17 +105,25 @@ public final class DemoViewModel {
     // MARK: - taps and platform events
 
     public func onRecipientChanged(_ text: String) {
-        model.recipient = text
-        model.errorText = nil
+        inOrderNow {
+            self.model.recipient = text
+            self.model.errorText = nil
+        }
     }
 
     public func onAmountChanged(_ text: String) {
-        model.amount = text
-        model.errorText = nil
+        inOrderNow {
+            self.model.amount = text
+            self.model.errorText = nil
+        }
     }
 
     /// Review: checks the form and shows the confirm step.
     public func onReviewTapped() {
+        inOrderNow { self.review() }
+    }
+
+    private func review() {
         guard Texts.validation(recipient: model.recipient, amount: model.amount) == nil,
               case let .valid(minor) = Texts.parseAmount(model.amount)
         else {
@@ -119,6 +143,10 @@ public final class DemoViewModel {
     /// Send. Every tap goes to the composer, which returns the same transfer for every tap of one intent:
     /// ten quick taps are one transfer with one key. The button's enabled state is the composer's.
     public func onSendTapped() {
+        inOrderNow { self.send() }
+    }
+
+    private func send() {
         guard let s = session, let request = model.pending else { return }
         var m = model
         m.errorText = nil
@@ -126,7 +154,8 @@ public final class DemoViewModel {
         model = m
         Task {
             do {
-                _ = try await s.composer.confirm(request)
+                // Kept for process death: the restored screen re-attaches to this transfer, receipt included.
+                memory.transferId = try await s.composer.confirm(request).localId
             } catch {
                 if !closed { model.errorText = Texts.errorText(error, currency: request.currency) }
             }
@@ -135,26 +164,30 @@ public final class DemoViewModel {
 
     /// Back from the confirm step (or from a rejection) to the form, keeping what was typed.
     public func onEditTapped() {
-        _ = startNewIntent()
-        var m = model
-        m.step = .form
-        m.pending = nil
-        m.errorText = nil
-        m.notice = nil
-        model = m
+        inOrder {
+            _ = await self.startNewIntent()
+            var m = self.model
+            m.step = .form
+            m.pending = nil
+            m.errorText = nil
+            m.notice = nil
+            self.model = m
+        }
     }
 
     /// "Send another" after the receipt (or after handing a transfer over as Needs attention).
     public func onSendAnotherTapped() {
-        guard startNewIntent() else { return }
-        var m = model
-        m.step = .form
-        m.pending = nil
-        m.amount = ""
-        m.showValidation = false
-        m.errorText = nil
-        m.notice = nil
-        model = m
+        inOrder {
+            guard await self.startNewIntent() else { return }
+            var m = self.model
+            m.step = .form
+            m.pending = nil
+            m.amount = ""
+            m.showValidation = false
+            m.errorText = nil
+            m.notice = nil
+            self.model = m
+        }
     }
 
     /// Needs attention: asks the server about the transfer's key now (never sends it with a new key).
@@ -174,18 +207,24 @@ public final class DemoViewModel {
     public func onTrainModeSelected(_ mode: TrainMode) {
         model.trainMode = mode
         guard let s = session else { return }
-        do {
-            try s.sdk.setNetworkProfile(mode.profile, seed: options.trainSeed ?? UInt64.random(in: 0 ... .max))
-        } catch {
-            model.errorText = Texts.errorText(error, currency: currency(model))
+        let seed = options.trainSeed ?? UInt64.random(in: 0 ... .max)
+        Task {
+            do {
+                try await s.sdk.setNetworkProfile(mode.profile, seed: seed)
+            } catch {
+                model.errorText = Texts.errorText(error, currency: currency(model))
+            }
         }
     }
 
     /// The platform's connectivity callback (iOS `NWPathMonitor`, Android `NetworkCallback`).
     public func onNetworkChanged(_ available: Bool) {
         model.networkAvailable = available
-        try? session?.sdk.setNetworkAvailable(available)
-        if available { Task { await refreshBalance() } }
+        let s = session
+        Task {
+            try? await s?.sdk.setNetworkAvailable(available)
+            if available { await refreshBalance() }
+        }
     }
 
     public func onRefreshBalanceTapped() {
@@ -220,8 +259,10 @@ public final class DemoViewModel {
         m.errorText = nil
         m.notice = nil
         model = m
-        store.serverUrl = url
-        Task { await connect() }
+        Task {
+            await store.setServerUrl(url)
+            await connect()
+        }
     }
 
     /// The scene's phase: in the background the shared SDK spreads its network wake-ups.
@@ -257,16 +298,34 @@ public final class DemoViewModel {
 
     // MARK: - inside
 
+    /// Runs a tap's handler after every earlier tap's, in tap order: a handler that waits for the SDK (a new
+    /// intent reads the store) must not be overtaken by the typing that follows it.
+    private func inOrder(_ body: @escaping @MainActor () async -> Void) {
+        pendingTaps += 1
+        let previous = lastTap
+        lastTap = Task {
+            await previous?.value
+            await body()
+            self.pendingTaps -= 1
+        }
+    }
+
+    /// A synchronous handler: at once when nothing is pending (a text field never lags), else in order.
+    private func inOrderNow(_ body: @escaping @MainActor () -> Void) {
+        if pendingTaps == 0 { body() } else { inOrder { body() } }
+    }
+
     private func currency(_ m: Model) -> String {
         if let c = m.wallet?.currency, !c.isEmpty { return c }
         return options.currency
     }
 
     /// Returns false when the current transfer is still on its way (the composer refuses a new intent).
-    private func startNewIntent() -> Bool {
+    private func startNewIntent() async -> Bool {
         guard let s = session else { return true }
         do {
-            try s.composer.newIntent()
+            try await s.composer.newIntent()
+            memory.transferId = nil
             return true
         } catch {
             model.errorText = Texts.errorText(error, currency: currency(model))
@@ -300,8 +359,8 @@ public final class DemoViewModel {
         let opened: Session
         do {
             opened = try await Self.openSession(
-                url: url, directory: directory, store: store, wallet: walletClient, options: options,
-                trainMode: model.trainMode, networkAvailable: model.networkAvailable
+                url: url, directory: databaseDirectory, store: store, wallet: walletClient, options: options,
+                trainMode: model.trainMode, networkAvailable: model.networkAvailable, savedTransferId: memory.transferId
             )
         } catch {
             if generation == connectGeneration { model.loading = false; model.setupError = Texts.setupText(url, error, currency: options.currency) }
@@ -313,6 +372,7 @@ public final class DemoViewModel {
         }
         session = opened
         composerState = opened.composer.state
+        memory.transferId = composerState.currentTransfer?.localId
         follow(opened)
         m = model
         m.loading = false
@@ -322,34 +382,34 @@ public final class DemoViewModel {
         await refreshBalance()
     }
 
-    /// Opens the SDK off the main actor (it reads its database) and signs up on first start.
-    nonisolated private static func openSession(
+    /// Signs up on first start and opens the SDK; every disk access runs off the MainActor (the account
+    /// store is an actor, the SDK's calls are async, the directory is prepared on a detached task).
+    private static func openSession(
         url: String, directory: URL, store: AccountStore, wallet: WalletClient, options: DemoOptions,
-        trainMode: TrainMode, networkAvailable: Bool
+        trainMode: TrainMode, networkAvailable: Bool, savedTransferId: String?
     ) async throws -> Session {
         let account: DemoAccount
-        if let saved = store.account(serverUrl: url) {
+        if let saved = await store.account(serverUrl: url) {
             account = saved
         } else {
             account = try await wallet.signUp(serverUrl: url, balanceMinor: options.startingBalanceMinor, currency: options.currency)
-            store.save(account)
+            await store.save(account)
         }
-        return try await Task.detached {
-            let openedAt = options.nowMs()
-            let sdk = try SendOnce.shared(DemoBackground.config(directory: directory, account: account, options: options))
-            do {
-                // The shared instance may have run in the background since the last screen: set it as this one wants.
-                try sdk.setInForeground(true)
-                try sdk.setNetworkProfile(trainMode.profile, seed: options.trainSeed ?? UInt64.random(in: 0 ... .max))
-                try sdk.setNetworkAvailable(networkAvailable)
-                // After a kill: follow the newest unfinished transfer on the confirm screen again.
-                let composer = try sdk.unfinishedTransfers().first.map { try sdk.composer(for: $0.localId) } ?? sdk.composer()
-                return Session(account: account, sdk: sdk, composer: composer, openedAtWallMs: openedAt)
-            } catch {
-                sdk.close()
-                throw error
-            }
-        }.value
+        let openedAt = options.nowMs()
+        let sdk = try await DemoBackground.sharedSdk(databaseDirectory: directory, account: account, options: options)
+        do {
+            // The shared instance may have run in the background since the last screen: set it as this one wants.
+            try sdk.setInForeground(true)
+            try await sdk.setNetworkProfile(trainMode.profile, seed: options.trainSeed ?? UInt64.random(in: 0 ... .max))
+            try await sdk.setNetworkAvailable(networkAvailable)
+            // After a kill: the SDK re-attaches the screen to the transfer it showed (a receipt included),
+            // else to the newest unfinished one.
+            let composer = try await sdk.restoreComposer(savedLocalId: savedTransferId)
+            return Session(account: account, sdk: sdk, composer: composer, openedAtWallMs: openedAt)
+        } catch {
+            sdk.close()
+            throw error
+        }
     }
 
     /// Follows the composer's states and the SDK's list of transfers (both AsyncStreams of the bindings).

@@ -3,7 +3,8 @@ import SendOnce
 
 extension DemoViewModel {
     /// One open SDK with its composer and the tasks that follow them.
-    final class Session: @unchecked Sendable {
+    @MainActor
+    final class Session {
         let account: DemoAccount
         let sdk: SendOnce
         let composer: Composer

@@ -17,22 +17,31 @@ public enum Texts {
             + "(cargo run -p server-mock -- --listen 127.0.0.1:8080)? Check the server URL in Settings."
     }
 
-    /// The SDK's per-transfer limit (1e12 minor units), for the invalid-amount text.
-    public static let maxAmountMinor: Int64 = 1_000_000_000_000
+    /// The locale money is formatted in: the device's. Tests pin it.
+    nonisolated(unsafe) public static var locale = Locale.current
 
-    /// 1250, "BDT" → "12.50 BDT".
+    /// Decimals of a currency's minor unit (2 for BDT, 0 for JPY, 3 for KWD); 2 for an unknown code.
+    static func digits(_ currency: String) -> Int {
+        // ICU knows each ISO 4217 currency's minor unit: count the decimals it writes for one unit.
+        let f = NumberFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.numberStyle = .currency
+        f.currencyCode = currency
+        guard let one = f.string(from: 1), let dot = one.firstIndex(of: ".") else { return 0 }
+        return one[one.index(after: dot)...].prefix { $0.isNumber }.count
+    }
+
+    /// 1250, "BDT" → "12.50 BDT" in English, "12,50 BDT" in German: the amount in the locale, then the code.
     public static func money(_ minor: Int64, _ currency: String) -> String {
-        let negative = minor < 0
-        let m = minor.magnitude
-        let cents = m % 100
-        var whole = String(m / 100)
-        var grouped = ""
-        while whole.count > 3 {
-            grouped = "," + whole.suffix(3) + grouped
-            whole = String(whole.dropLast(3))
-        }
-        let c = cents < 10 ? "0\(cents)" : "\(cents)"
-        return "\(negative ? "-" : "")\(whole)\(grouped).\(c) \(currency)"
+        let n = digits(currency)
+        let f = NumberFormatter()
+        f.locale = locale
+        f.numberStyle = .decimal
+        f.usesGroupingSeparator = true
+        f.minimumFractionDigits = n
+        f.maximumFractionDigits = n
+        let amount = NSDecimalNumber(mantissa: minor.magnitude, exponent: Int16(-n), isNegative: minor < 0)
+        return "\(f.string(from: amount) ?? "\(minor)") \(currency)"
     }
 
     /// The result of reading the amount field.
@@ -77,7 +86,7 @@ public enum Texts {
         let n = t.attempts
         if needsAuth { return "Waiting for sign-in — attempt \(n), the server refused the credentials" }
         if t.state == .sending { return "Waiting for network — attempt \(n), trying now" }
-        let next = t.nextAttemptAtMs ?? sdkNowMs
+        let next = t.nextAttemptAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? sdkNowMs
         let seconds = Int64((Double(max(0, next - sdkNowMs)) / clockSpeed / 1000).rounded(.up))
         return "Waiting for network — attempt \(n), next try in \(seconds)s"
     }
@@ -96,62 +105,52 @@ public enum Texts {
         }
     }
 
-    static func shortReason(_ r: Rejection?) -> String {
-        switch r?.code {
-        case "insufficient_funds": return "not enough money"
-        case "recipient_not_found": return "unknown recipient"
-        case "idempotency_key_reused": return "key reused"
-        case "not_executed": return "never reached the server"
-        case "invalid_request": return "invalid request"
-        case nil, "": return "refused"
-        case let code?: return code.replacingOccurrences(of: "_", with: " ")
+    /// The demo's text for one of the SDK's message keys, from `Resources/<lang>.lproj/Localizable.strings`
+    /// of `locale`'s language (English when it has none or lacks the key), with `args` as `%1$@`, `%2$@`, ...
+    static func text(_ key: String, fallback: String, _ args: String...) -> String {
+        let language = locale.identifier.split(whereSeparator: { $0 == "_" || $0 == "-" }).first.map(String.init) ?? "en"
+        let english = Bundle.module.path(forResource: "en", ofType: "lproj").flatMap(Bundle.init(path:))
+        let localized = Bundle.module.path(forResource: language, ofType: "lproj").flatMap(Bundle.init(path:))
+        let missing = "\u{0}"
+        var pattern = missing
+        for bundle in [localized, english].compactMap({ $0 }) where pattern == missing {
+            for k in [key, fallback] where pattern == missing {
+                let found = bundle.localizedString(forKey: k, value: missing, table: nil)
+                if found != missing { pattern = found }
+            }
+        }
+        if pattern == missing { return key }
+        // Positional arguments by hand: Linux Foundation's String(format:) ignores the `n$` of `%n$@`.
+        return args.enumerated().reduce(pattern) { text, arg in
+            text.replacingOccurrences(of: "%\(arg.offset + 1)$@", with: arg.element)
         }
     }
 
+    /// The SDK's typed reason picks the text; only a code newer than the bindings falls back to the code.
+    static func shortReason(_ r: Rejection?) -> String {
+        guard let reason = r?.reason else { return "refused" }
+        var code = ""
+        if case let .other(c) = reason { code = c.isEmpty ? "refused" : c.replacingOccurrences(of: "_", with: " ") }
+        return text("short.\(reason.messageKey)", fallback: "short.sendonce.rejection.other", "", "", "", code)
+    }
+
     /// The text of a definitive no (composer state Rejected: a Rejected or Failed transfer).
-    public static func rejectionText(_ reason: Rejection, _ t: Transfer) -> String {
-        switch reason.code {
-        case "insufficient_funds":
-            return "Not enough money: your balance is lower than \(money(t.amountMinor, t.currency)). Nothing was sent."
-        case "recipient_not_found":
-            return "Unknown recipient: no account has the id \(t.toUserId). Nothing was sent."
-        case "idempotency_key_reused":
-            return "Refused: this transfer's key was already used for a different request (key reused). "
-                + "No money moved twice. This is a bug in the app — please report it."
-        case "not_executed":
-            return "The server never received this transfer. No money moved."
-        case "invalid_request":
-            return "The server refused the request: \(reason.detail.isEmpty ? "invalid request" : reason.detail). Nothing was sent."
-        default:
-            return "The server said no (\(reason.httpStatus) \(reason.code)): \(reason.detail). Nothing was sent."
-        }
+    public static func rejectionText(_ rejection: Rejection, _ t: Transfer) -> String {
+        var code = rejection.code
+        if case let .other(c) = rejection.reason { code = c }
+        return text(
+            rejection.reason.messageKey, fallback: "sendonce.rejection.other",
+            money(t.amountMinor, t.currency), t.toUserId, String(rejection.httpStatus), code
+        )
     }
 
     public static let needsAttention =
         "Needs attention: this transfer could not be confirmed for too long, so the app stopped retrying. "
         + "It will never be sent twice; tap Check again to ask the server what happened."
 
-    /// The text of a typed error thrown by a Send tap.
+    /// The text of a typed error thrown by a Send tap, looked up by the SDK's message key.
     public static func errorText(_ e: Error, currency: String) -> String {
         guard let e = e as? SendOnceError else { return "Something went wrong: \(e)" }
-        switch e {
-        case .InvalidAmount:
-            return "Invalid amount: enter more than 0 and at most \(money(maxAmountMinor, currency))."
-        case .InvalidRecipient:
-            return "Invalid recipient: a user id is 1 to 128 visible characters, without spaces."
-        case let .InvalidCurrency(message): return "Invalid currency: \(message)"
-        case .InvalidNote: return "Invalid note: at most 140 characters."
-        case .Closed: return "The app is reconnecting; tap Send again in a moment."
-        case .StorageFull: return "Your phone's storage is full: free some space, then tap Send again."
-        case let .StorageCorrupt(message), let .StorageUnavailable(message):
-            return "The app cannot save transfers (\(message)). Nothing was sent."
-        case .TransferUnfinished: return "The previous transfer is still on its way."
-        case let .LookupFailed(message): return "Could not reach the server to check: \(message). Try again later."
-        case .Busy: return "Another part of the app is sending right now; tap Send again in a moment."
-        case .AccountMismatch: return "Transfers of the account signed in before are still on their way."
-        case .UnfinishedTransfers: return "Some transfers are still on their way; wait for them first."
-        case let .InvalidConfig(message), let .AlreadyOpen(message), let .NotFound(message), let .Internal(message):
-            return "Something went wrong: \(message)"
-        }
+        return text(e.messageKey, fallback: "sendonce.error.other", money(SendOnce.maxAmountMinor, currency), currency, e.messageKey)
     }
 }

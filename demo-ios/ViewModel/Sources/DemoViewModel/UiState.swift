@@ -142,7 +142,7 @@ public struct DemoOptions: @unchecked Sendable {
     public var startingBalanceMinor: Int64
     /// Retry schedule; nil for the SDK's defaults (0.5 s base, 60 s cap, 24 h give-up).
     public var retry: RetryPolicy?
-    public var requestTimeoutMs: Int64
+    public var requestTimeout: TimeInterval
     /// The SDK clock's speed (1 on a device; tests speed up train mode's minutes-long tunnels).
     public var clockSpeed: Double
     /// Seed of train mode's faults; nil for a new one at every switch.
@@ -159,7 +159,7 @@ public struct DemoOptions: @unchecked Sendable {
         currency: String = "BDT",
         startingBalanceMinor: Int64 = 1_000_000,
         retry: RetryPolicy? = nil,
-        requestTimeoutMs: Int64 = 15_000,
+        requestTimeout: TimeInterval = 15,
         clockSpeed: Double = 1.0,
         trainSeed: UInt64? = nil,
         tickMs: UInt64 = 1_000,
@@ -170,7 +170,7 @@ public struct DemoOptions: @unchecked Sendable {
         self.currency = currency
         self.startingBalanceMinor = startingBalanceMinor
         self.retry = retry
-        self.requestTimeoutMs = requestTimeoutMs
+        self.requestTimeout = requestTimeout
         self.clockSpeed = clockSpeed
         self.trainSeed = trainSeed
         self.tickMs = tickMs

@@ -86,43 +86,52 @@ public final class WalletClient: @unchecked Sendable {
     }
 }
 
-/// Remembers the server URL setting and one demo account per server in a JSON file.
-public final class AccountStore: @unchecked Sendable {
+/// Remembers the server URL setting and one demo account per server in a JSON file. An actor: its file
+/// is read and written off the MainActor.
+public actor AccountStore {
     private struct Contents: Codable {
         var serverUrl: String?
         var accounts: [String: DemoAccount] = [:]
     }
 
     private let file: URL
-    private let lock = NSLock()
-    private var contents: Contents
+    private var loaded: Contents?
 
     public init(file: URL) {
         self.file = file
-        contents = (try? JSONDecoder().decode(Contents.self, from: Data(contentsOf: file))) ?? Contents()
     }
 
-    public var serverUrl: String? {
-        get { lock.lock(); defer { lock.unlock() }; return contents.serverUrl }
-        set { lock.lock(); defer { lock.unlock() }; contents.serverUrl = newValue; save() }
+    /// The saved server URL setting, if any.
+    public var serverUrl: String? { contents().serverUrl }
+
+    /// Saves the server URL setting.
+    public func setServerUrl(_ url: String?) {
+        var c = contents()
+        c.serverUrl = url
+        write(c)
     }
 
     public func account(serverUrl: String) -> DemoAccount? {
-        lock.lock()
-        defer { lock.unlock() }
-        return contents.accounts[serverUrl]
+        contents().accounts[serverUrl]
     }
 
     public func save(_ account: DemoAccount) {
-        lock.lock()
-        defer { lock.unlock() }
-        contents.accounts[account.serverUrl] = account
-        save()
+        var c = contents()
+        c.accounts[account.serverUrl] = account
+        write(c)
     }
 
-    private func save() {
+    private func contents() -> Contents {
+        if let loaded { return loaded }
+        let read = (try? JSONDecoder().decode(Contents.self, from: Data(contentsOf: file))) ?? Contents()
+        loaded = read
+        return read
+    }
+
+    private func write(_ c: Contents) {
+        loaded = c
         try? FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        if let data = try? JSONEncoder().encode(contents) {
+        if let data = try? JSONEncoder().encode(c) {
             try? data.write(to: file, options: .atomic)
         }
     }

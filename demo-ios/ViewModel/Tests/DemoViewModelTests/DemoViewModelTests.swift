@@ -7,26 +7,8 @@ import XCTest
 /// The demo's view model against the real Rust library (through the Swift bindings) and the real
 /// server-mock on loopback: what the screen shows after taps, train mode, a kill-and-reopen, and errors.
 /// The same scenarios as the Android demo's DemoViewModelTest.
-final class DemoViewModelTests: XCTestCase {
-    // One server for the whole class (started on first use, stopped at the end).
-    nonisolated(unsafe) static var shared: MockServer?
-    var server: MockServer { Self.shared! }
+final class DemoViewModelTests: ServerTestCase {
     var cleanups: [@MainActor () -> Void] = []
-
-    override class func setUp() {
-        super.setUp()
-        do {
-            shared = try MockServer()
-        } catch {
-            fatalError("could not start server-mock: \(error)")
-        }
-    }
-
-    override class func tearDown() {
-        shared?.stop()
-        shared = nil
-        super.tearDown()
-    }
 
     override func tearDown() async throws {
         let pending = cleanups
@@ -35,14 +17,14 @@ final class DemoViewModelTests: XCTestCase {
         try await super.tearDown()
     }
 
-    let fastRetry = RetryPolicy(baseMs: 20, capMs: 300, budgetBurst: 1000, budgetPerSecond: 1000)
+    let fastRetry = RetryPolicy(base: 0.02, cap: 0.3, giveUpAfter: 86_400, jitter: true, budgetBurst: 1000, budgetPerSecond: 1000)
 
     func options(
         serverUrl: String? = nil, retry: RetryPolicy?? = .none, clockSpeed: Double = 1, balance: Int64 = 1_000_000
     ) -> DemoOptions {
         DemoOptions(
             defaultServerUrl: serverUrl ?? server.baseUrl, startingBalanceMinor: balance,
-            retry: retry ?? fastRetry, requestTimeoutMs: 5000, clockSpeed: clockSpeed, trainSeed: 7, tickMs: 100
+            retry: retry ?? fastRetry, requestTimeout: 5, clockSpeed: clockSpeed, trainSeed: 7, tickMs: 100
         )
     }
 
@@ -55,8 +37,13 @@ final class DemoViewModelTests: XCTestCase {
 
     /// A view model as the app makes it, closed after the test.
     @MainActor
-    func viewModel(_ dir: URL? = nil, _ options: DemoOptions? = nil) throws -> DemoViewModel {
-        let vm = DemoViewModel(directory: try dir ?? tempDir(), options: options ?? self.options())
+    func viewModel(_ dir: URL? = nil, _ options: DemoOptions? = nil, memory: ScreenMemory? = nil) throws -> DemoViewModel {
+        Texts.locale = Locale(identifier: "en_US")
+        let directory = try dir ?? tempDir()
+        let vm = DemoViewModel(
+            directory: directory, options: options ?? self.options(), memory: memory ?? InMemoryScreenMemory(),
+            databaseDirectory: directory.appendingPathComponent("Application Support/sendonce")
+        )
         cleanups.append { vm.shutdown() }
         return vm
     }
@@ -106,7 +93,10 @@ final class DemoViewModelTests: XCTestCase {
         XCTAssertTrue(before.isEmpty)
 
         // The BGProcessingTask runs with the network back: it drains the same instance.
-        let summary = try await XCTUnwrapAsync(try await DemoBackground.drain(directory: dir, deadline: .seconds(20), options: options()))
+        let summary = try await XCTUnwrapAsync(try await DemoBackground.drain(
+            directory: dir, databaseDirectory: dir.appendingPathComponent("Application Support/sendonce"),
+            deadline: .seconds(20), options: options()
+        ))
         XCTAssertEqual(summary.finished.map(\.idempotencyKey), [key])
         XCTAssertEqual(summary.finished.first?.state, .succeeded)
         XCTAssertTrue(summary.unfinished.isEmpty)
@@ -211,7 +201,7 @@ final class DemoViewModelTests: XCTestCase {
 
     @MainActor
     func testOfflineShowsTheWaitingLineAndTheNetworkComingBackSettlesIt() async throws {
-        let slow = RetryPolicy(baseMs: 1000, capMs: 4000, budgetBurst: 1000, budgetPerSecond: 1000)
+        let slow = RetryPolicy(base: 1, cap: 4, giveUpAfter: 86_400, jitter: true, budgetBurst: 1000, budgetPerSecond: 1000)
         let vm = try viewModel(nil, options(retry: .some(slow)))
         vm.onTrainModeSelected(.offline)
         let reviewed = try await review(vm, "7")
@@ -359,7 +349,7 @@ final class DemoViewModelTests: XCTestCase {
 
     @MainActor
     func testGivingUpWhileOfflineNeedsAttentionAndCheckAgainResolvesItByKey() async throws {
-        let retry = RetryPolicy(baseMs: 20, capMs: 200, giveUpAfterMs: 400, budgetBurst: 1000, budgetPerSecond: 1000)
+        let retry = RetryPolicy(base: 0.02, cap: 0.2, giveUpAfter: 0.4, jitter: true, budgetBurst: 1000, budgetPerSecond: 1000)
         let vm = try viewModel(nil, options(retry: .some(retry)))
         vm.onTrainModeSelected(.offline)
         try await review(vm, "9")
@@ -398,5 +388,41 @@ final class DemoViewModelTests: XCTestCase {
         XCTAssertEqual(up.serverUrl, server.baseUrl)
         XCTAssertEqual(up.balanceText, "Balance: 10,000.00 BDT")
         XCTAssertFalse(up.recipient.isEmpty, "the demo recipient is filled in")
+    }
+
+    @MainActor
+    func testAFinishedReceiptSurvivesProcessDeathThroughTheSceneStorage() async throws {
+        let dir = try tempDir()
+        let memory = InMemoryScreenMemory() // @SceneStorage: survives the process, nothing else does
+        let first = try viewModel(dir, memory: memory)
+        try await review(first, "6")
+        first.onSendTapped()
+        let done = try await wait(first, "receipt") { $0.screen == .receipt }
+        let receipt = try XCTUnwrap(done.receipt)
+        XCTAssertNotNil(memory.transferId, "the screen saved its transfer's local id")
+        first.shutdown() // the system discards the scene while the receipt is on screen
+
+        // The scene comes back with its storage: the SDK re-attaches the screen to the same receipt.
+        let second = try viewModel(dir, memory: memory)
+        let restored = try await wait(second, "restored receipt") { !$0.loading && $0.screen == .receipt }
+        XCTAssertEqual(restored.receipt?.idempotencyKey, receipt.idempotencyKey)
+        XCTAssertEqual(restored.receipt?.serverTransferId, receipt.serverTransferId)
+        XCTAssertFalse(restored.sendEnabled, "a restored receipt does not enable Send")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("Application Support/sendonce").path)
+        XCTAssertTrue(files.contains { $0.hasSuffix(".db") }, "the database is in the prepared directory: \(files)")
+        second.shutdown()
+
+        // Without the saved id (a fresh start), the finished transfer is not brought back: the form shows.
+        let fresh = try viewModel(dir)
+        let start = try await wait(fresh, "fresh start") { !$0.loading }
+        XCTAssertEqual(start.screen, .form)
+        fresh.shutdown()
+
+        // "Send another" clears the saved id.
+        let third = try viewModel(dir, memory: memory)
+        try await wait(third, "restored again") { !$0.loading && $0.screen == .receipt }
+        third.onSendAnotherTapped()
+        try await wait(third, "form") { $0.screen == .form }
+        XCTAssertNil(memory.transferId)
     }
 }

@@ -4,19 +4,33 @@ import SendOnce
 
 /// The pure text functions, without a server (the same expectations as the Android demo's TextsTest).
 final class TextsTests: XCTestCase {
+    override func setUp() {
+        super.setUp()
+        Texts.locale = Locale(identifier: "en_US")
+    }
+
     func transfer(_ state: TransferState, attempts: UInt32 = 1, nextAt: Int64? = nil, rejection: Rejection? = nil) -> Transfer {
         Transfer(
             localId: "l1", idempotencyKey: "k1", toUserId: "usr_bob", amountMinor: 1250, currency: "BDT", note: nil,
-            state: state, attempts: attempts, createdAtMs: 0, updatedAtMs: 0, lastAttemptAtMs: nil,
-            nextAttemptAtMs: nextAt, lastError: nil, serverTransferId: nil, rejection: rejection, replayed: false
+            state: state, attempts: attempts, createdAt: Date(timeIntervalSince1970: 0), updatedAt: Date(timeIntervalSince1970: 0),
+            lastAttemptAt: nil, nextAttemptAt: nextAt.map { Date(timeIntervalSince1970: Double($0) / 1000) }, lastError: nil,
+            serverTransferId: nil, rejection: rejection, replayed: false
         )
+    }
+
+    func testMoneyFollowsTheLocaleAndTheCurrencysOwnDecimals() {
+        Texts.locale = Locale(identifier: "de_DE")
+        XCTAssertEqual(Texts.money(1_000_000, "BDT"), "10.000,00 BDT")
+        Texts.locale = Locale(identifier: "en_US")
+        XCTAssertEqual(Texts.money(1250, "JPY"), "1,250 JPY", "yen have no minor unit")
+        XCTAssertEqual(Texts.money(1250, "KWD"), "1.250 KWD", "dinars have three decimals")
     }
 
     func testMoneyIsFormattedWithGroupingAndTwoDecimals() {
         XCTAssertEqual(Texts.money(1250, "BDT"), "12.50 BDT")
         XCTAssertEqual(Texts.money(1_000_000, "BDT"), "10,000.00 BDT")
         XCTAssertEqual(Texts.money(5, "BDT"), "0.05 BDT")
-        XCTAssertEqual(Texts.money(Texts.maxAmountMinor, "BDT"), "10,000,000,000.00 BDT")
+        XCTAssertEqual(Texts.money(SendOnce.maxAmountMinor, "BDT"), "10,000,000,000.00 BDT", "the SDK's limit")
     }
 
     func testAmountParsingAndValidationTexts() {
@@ -51,7 +65,7 @@ final class TextsTests: XCTestCase {
     }
 
     func testEveryStateHasAHumanLabel() {
-        let r = Rejection(code: "insufficient_funds", detail: "", httpStatus: 402)
+        let r = Rejection(reason: .insufficientFunds, code: "insufficient_funds", detail: "", httpStatus: 402)
         let label = { (s: TransferState) in Texts.stateLabel(self.transfer(s, attempts: 2, rejection: r)) }
         XCTAssertEqual(label(.pending), "Queued")
         XCTAssertEqual(label(.sending), "Sending (attempt 2)")
@@ -65,16 +79,37 @@ final class TextsTests: XCTestCase {
 
     func testTypedErrorsHaveTheirOwnTexts() {
         XCTAssertEqual(
-            Texts.errorText(SendOnceError.InvalidAmount(message: "too large"), currency: "BDT"),
+            Texts.errorText(SendOnceError.InvalidAmount(detail: "too large"), currency: "BDT"),
             "Invalid amount: enter more than 0 and at most 10,000,000,000.00 BDT."
         )
         XCTAssertEqual(
-            Texts.errorText(SendOnceError.InvalidRecipient(message: "x"), currency: "BDT"),
+            Texts.errorText(SendOnceError.InvalidRecipient(detail: "x"), currency: "BDT"),
             "Invalid recipient: a user id is 1 to 128 visible characters, without spaces."
         )
         XCTAssertEqual(
-            Texts.rejectionText(Rejection(code: "weird_code", detail: "odd", httpStatus: 409), transfer(.rejected)),
-            "The server said no (409 weird_code): odd. Nothing was sent."
+            Texts.rejectionText(
+                Rejection(reason: .other(code: "weird_code"), code: "weird_code", detail: "odd", httpStatus: 409), transfer(.rejected)),
+            "The server said no (409 weird_code). Nothing was sent."
         )
+        // The typed reason decides, not the code string.
+        XCTAssertEqual(
+            Texts.rejectionText(
+                Rejection(reason: .insufficientFunds, code: "legacy_nsf", detail: "", httpStatus: 402), transfer(.rejected)),
+            "Not enough money: your balance is lower than 12.50 BDT. Nothing was sent."
+        )
+    }
+
+    func testTheTextsOfTheSdksKeysComeFromTheLocalesResources() {
+        let poor = Rejection(reason: .insufficientFunds, code: "insufficient_funds", detail: "", httpStatus: 402)
+        Texts.locale = Locale(identifier: "de_DE")
+        defer { Texts.locale = Locale(identifier: "en_US") }
+        XCTAssertEqual(Texts.rejectionText(poor, transfer(.rejected)), "Nicht genug Geld: Ihr Guthaben ist kleiner als 12,50 BDT. Nichts wurde gesendet.")
+        XCTAssertEqual(Texts.stateLabel(transfer(.rejected, rejection: poor)), "Declined — nicht genug Geld")
+        // A key without a German text falls back to the English one.
+        XCTAssertEqual(Texts.errorText(SendOnceError.TransferUnfinished, currency: "BDT"), "The previous transfer is still on its way.")
+        Texts.locale = Locale(identifier: "en_US")
+        XCTAssertEqual(Texts.errorText(SendOnceError.Internal(detail: "bug"), currency: "BDT"), "Something went wrong (sendonce.error.internal).")
+        let blocked = Rejection(reason: .other(code: "card_blocked"), code: "card_blocked", detail: "", httpStatus: 402)
+        XCTAssertEqual(Texts.stateLabel(transfer(.failed, rejection: blocked)), "Failed — card blocked")
     }
 }

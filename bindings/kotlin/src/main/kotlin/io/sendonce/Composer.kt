@@ -1,8 +1,10 @@
 package io.sendonce
 
+import kotlinx.coroutines.CoroutineDispatcher
+import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.MutableStateFlow
-import kotlinx.coroutines.flow.StateFlow
-import kotlinx.coroutines.flow.asStateFlow
+import kotlinx.coroutines.flow.transformWhile
+import kotlinx.coroutines.withContext
 import java.lang.ref.WeakReference
 import java.util.concurrent.atomic.AtomicBoolean
 
@@ -10,19 +12,31 @@ import java.util.concurrent.atomic.AtomicBoolean
  * One confirm screen's state machine (made by [SendOnce.composer]). However often Send is tapped, one
  * intent is one transfer with one key: a second [confirm] while the first is unfinished returns the same
  * transfer. [sendEnabled] is false from the first confirm until a definitive no (after Done it stays false
- * until [newIntent]).
+ * until [newIntent]). Every call that touches the disk is `suspend` and runs on the SDK's I/O dispatcher.
  */
-class Composer internal constructor(private val core: ComposerCore) : AutoCloseable {
+class Composer internal constructor(
+    private val core: ComposerCore,
+    private val io: CoroutineDispatcher,
+) : AutoCloseable {
+    /** A value, and whether the composer closed (which completes the flow of it). */
+    private data class Shown<T>(val value: T, val closed: Boolean)
+
     private val closed = AtomicBoolean(false)
     private val refreshLock = Any()
-    private val _state = MutableStateFlow(core.state())
-    private val _sendEnabled = MutableStateFlow(_state.value.sendEnabled)
+    private val shown = MutableStateFlow(Shown(core.state(), closed = false))
+    private val enabled = MutableStateFlow(Shown(shown.value.value.sendEnabled, closed = false))
 
-    /** What the screen shows, updated at every change. */
-    val state: StateFlow<ComposerState> = _state.asStateFlow()
+    /** What the screen shows: the current state at once, then every change. Completes on [close]. */
+    val state: Flow<ComposerState> = shown.untilClosed()
 
-    /** Whether the Send button is enabled (same as `state.value.sendEnabled`; never true next to a disabling state). */
-    val sendEnabled: StateFlow<Boolean> = _sendEnabled.asStateFlow()
+    /** Whether the Send button is enabled; never true next to a disabling [state]. Completes on [close]. */
+    val sendEnabled: Flow<Boolean> = enabled.untilClosed()
+
+    /** The state [state] shows now (no I/O, never throws). */
+    val currentState: ComposerState get() = shown.value.value
+
+    /** Whether Send is enabled now (no I/O, never throws). */
+    val isSendEnabled: Boolean get() = enabled.value.value
 
     init {
         core.setListener(Relay(WeakReference(this)))
@@ -31,60 +45,75 @@ class Composer internal constructor(private val core: ComposerCore) : AutoClosea
 
     /** The user tapped Send. Returns the transfer of this intent (the same one for every repeated tap). */
     @Throws(SendOnceException::class)
-    suspend fun confirm(request: TransferRequest): Transfer {
-        if (closed.get()) throw SendOnceException.Closed("the composer is closed")
+    suspend fun confirm(request: TransferRequest): Transfer = live {
         try {
-            return core.confirm(request)
+            core.confirm(request)
         } finally {
             refresh()
         }
     }
 
-    /** Shorthand of [confirm] with the request's fields. */
+    /** Shorthand of [confirm] with the request's fields ([amountMinor] in minor units of [currency]). */
     @Throws(SendOnceException::class)
     suspend fun confirm(toUserId: String, amountMinor: Long, currency: String, note: String? = null): Transfer =
         confirm(TransferRequest(toUserId = toUserId, amountMinor = amountMinor, currency = currency, note = note))
 
-    /** The transfer this screen follows, if confirmed. */
-    val transfer: Transfer? get() = core.transfer()
+    /** The transfer this screen follows, if confirmed (read from the store). */
+    @Throws(SendOnceException::class)
+    suspend fun transfer(): Transfer? = live { core.transfer() }
 
     /** Starts a new intent ("send another"); throws [SendOnceException.TransferUnfinished] while one runs. */
     @Throws(SendOnceException::class)
-    fun newIntent() {
+    suspend fun newIntent() = live {
         core.newIntent()
         refresh()
     }
 
-    /** Stops following the transfer (the transfer itself goes on). */
+    /** Stops following the transfer (the transfer itself goes on); the flows complete. */
     override fun close() {
         if (!closed.compareAndSet(false, true)) return
         try {
             core.setListener(null)
+        } catch (_: SendOnceException) {
+        } catch (_: IllegalStateException) {
         } finally {
             core.close()
+            synchronized(refreshLock) {
+                enabled.value = enabled.value.copy(closed = true)
+                shown.value = shown.value.copy(closed = true)
+            }
         }
     }
 
-    /** Reads the current state under one lock, so flows never step back to an older state. */
+    private suspend fun <T> live(block: suspend () -> T): T {
+        if (closed.get()) throw SendOnceException.Closed()
+        return withContext(io) { block() }
+    }
+
+    /** Reads the current state (memory, no I/O) under one lock, so flows never step back to an older state. */
     private fun refresh() {
         if (closed.get()) return
         try {
             synchronized(refreshLock) {
+                if (closed.get()) return
                 val s = core.state()
                 // Order the two writes so that a collector combining both flows never sees Send enabled
                 // next to a state that disables it: switch off before the new state, on after it.
                 if (s.sendEnabled) {
-                    _state.value = s
-                    _sendEnabled.value = true
+                    shown.value = Shown(s, closed = false)
+                    enabled.value = Shown(true, closed = false)
                 } else {
-                    _sendEnabled.value = false
-                    _state.value = s
+                    enabled.value = Shown(false, closed = false)
+                    shown.value = Shown(s, closed = false)
                 }
             }
         } catch (_: SendOnceException) {
         } catch (_: IllegalStateException) {
         }
     }
+
+    private fun <T> MutableStateFlow<Shown<T>>.untilClosed(): Flow<T> =
+        transformWhile { s -> if (s.closed) false else { emit(s.value); true } }
 
     private class Relay(private val composer: WeakReference<Composer>) : ComposerListener {
         override fun onStateChanged(state: ComposerState) {

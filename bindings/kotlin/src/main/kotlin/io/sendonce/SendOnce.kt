@@ -1,12 +1,17 @@
 package io.sendonce
 
+import io.sendonce.wipe as wipeFile
+import kotlinx.coroutines.CoroutineDispatcher
+import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.MutableStateFlow
-import kotlinx.coroutines.flow.StateFlow
-import kotlinx.coroutines.flow.asStateFlow
 import kotlinx.coroutines.flow.distinctUntilChanged
 import kotlinx.coroutines.flow.map
+import kotlinx.coroutines.flow.transformWhile
+import kotlinx.coroutines.withContext
 import java.lang.ref.WeakReference
+import java.util.Collections
+import java.util.WeakHashMap
 import java.util.concurrent.CopyOnWriteArrayList
 import java.util.concurrent.atomic.AtomicBoolean
 
@@ -15,91 +20,150 @@ import java.util.concurrent.atomic.AtomicBoolean
  * confirmed here is sent, with one idempotency key, until the server gives a definitive answer, across
  * restarts of the app.
  *
+ * Main-safe: every call that touches the disk or the network is `suspend` and runs on [io] (default
+ * `Dispatchers.IO`), so calling it from `Dispatchers.Main` never blocks the UI on an fsync.
+ *
  * ```
- * SendOnce.open(SendOnceConfig(baseUrl = "https://api.example.com", dbPath = dbFile.path, accessToken = AccessToken(token))).use { sdk ->
- *     val transfer = sdk.sendTransfer(TransferRequest(toUserId = "usr_42", amountMinor = 50_000, currency = "BDT"))
- *     val outcome = sdk.awaitOutcome(transfer.localId)
- * }
+ * val sdk = SendOnce.open(SendOnceConfig(baseUrl = "https://api.example.com", dbPath = dbFile.path, accessToken = AccessToken(token)))
+ * val transfer = sdk.sendTransfer(TransferRequest(toUserId = "usr_42", amountMinor = 50_000, currency = "BDT"))
+ * val outcome = sdk.awaitOutcome(transfer.localId)
+ * sdk.close()
  * ```
  *
- * Every call may throw [SendOnceException]; after [close] every call throws [SendOnceException.Closed].
+ * Amounts are `Long` minor units of the currency (paisa for BDT: `50_000` is 500.00 BDT), from 1 to
+ * [maxAmountMinor]. Every call may throw [SendOnceException]; after [close] every call throws
+ * [SendOnceException.Closed] and every flow completes.
  */
-class SendOnce private constructor(private val core: SendOnceCore, private val sharedKey: String? = null) : AutoCloseable {
+class SendOnce private constructor(
+    private val core: SendOnceCore,
+    private val io: CoroutineDispatcher,
+    private val sharedKey: String? = null,
+) : AutoCloseable {
     companion object {
         private val instances = HashMap<String, SendOnce>()
 
-        /** Opens the file, recovers every unfinished transfer and resumes sending. */
+        /** Opens the file (on [io]), recovers every unfinished transfer and resumes sending. */
         @JvmStatic
         @Throws(SendOnceException::class)
-        fun open(config: SendOnceConfig): SendOnce = SendOnce(SendOnceCore.open(config))
+        suspend fun open(config: SendOnceConfig, io: CoroutineDispatcher = Dispatchers.IO): SendOnce =
+            withContext(io) { SendOnce(SendOnceCore.open(config), io).also { it.start() } }
 
         /** [open] with the app's token provider and HTTP stack (e.g. [OkHttpTransport]). */
         @JvmStatic
         @Throws(SendOnceException::class)
-        fun open(config: SendOnceConfig, tokenProvider: AccessTokenProvider?, transport: HttpTransport?): SendOnce =
-            SendOnce(SendOnceCore.openWith(config, tokenProvider, transport))
+        suspend fun open(
+            config: SendOnceConfig,
+            tokenProvider: AccessTokenProvider?,
+            transport: HttpTransport?,
+            io: CoroutineDispatcher = Dispatchers.IO,
+        ): SendOnce = withContext(io) { SendOnce(SendOnceCore.openWith(config, tokenProvider, transport), io).also { it.start() } }
 
         /**
          * The process's one instance on [SendOnceConfig.dbPath], for the UI, a WorkManager worker and a push
          * handler alike: the same object on every call (never `AlreadyOpen`) until it is closed. Another
          * process holding the file (a `:worker` process) throws [SendOnceException.Busy]: retry later.
-         * [tokenProvider] and [transport] are used by the call that opens it.
+         * [tokenProvider], [transport] and [io] are used by the call that opens it (on [io]).
          */
         @JvmStatic
-        @JvmOverloads
         @Throws(SendOnceException::class)
-        fun shared(config: SendOnceConfig, tokenProvider: AccessTokenProvider? = null, transport: HttpTransport? = null): SendOnce {
+        suspend fun shared(
+            config: SendOnceConfig,
+            tokenProvider: AccessTokenProvider? = null,
+            transport: HttpTransport? = null,
+            io: CoroutineDispatcher = Dispatchers.IO,
+        ): SendOnce = withContext(io) {
             val key = java.io.File(config.dbPath).canonicalPath
             synchronized(instances) {
-                instances[key]?.takeIf { !it.closed.get() }?.let { return it }
-                val sdk = SendOnce(SendOnceCore.sharedWith(config, tokenProvider, transport), key)
-                instances[key] = sdk
-                return sdk
+                instances[key]?.takeIf { !it.closed.get() }
+                    ?: SendOnce(SendOnceCore.sharedWith(config, tokenProvider, transport), io, key)
+                        .also { it.start(); instances[key] = it }
             }
         }
 
-        /** Wipes a file no instance has open; `Busy` if one has, `UnfinishedTransfers` unless [force]. */
+        /** Wipes (on [io]) a file no instance has open; `Busy` if one has, `UnfinishedTransfers` unless [force]. */
         @JvmStatic
         @Throws(SendOnceException::class)
-        fun wipe(dbPath: String, force: Boolean = false): WipeReport = io.sendonce.wipe(dbPath, force)
+        suspend fun wipe(dbPath: String, force: Boolean = false, io: CoroutineDispatcher = Dispatchers.IO): WipeReport =
+            withContext(io) { wipeFile(dbPath, force) }
 
         /** Version of the Rust core. */
         @JvmStatic
         val version: String get() = sdkVersion()
+
+        /** Largest amount of one transfer, in minor units of its currency. */
+        @JvmStatic
+        val maxAmountMinor: Long get() = io.sendonce.maxAmountMinor()
     }
 
+    /** The list a flow shows, and whether the SDK closed (which completes the flows). */
+    private data class Snapshot(val list: List<Transfer>, val closed: Boolean)
+
     private val closed = AtomicBoolean(false)
-    private val refreshLock = Any()
-    private val _transfers = MutableStateFlow<List<Transfer>>(emptyList())
+    private val lock = Any()
+    private var loaded = false // guarded by lock
+    private val early = ArrayList<Transfer>() // changes delivered before the first read; guarded by lock
+    private var list = emptyList<Transfer>() // guarded by lock
+    private val snapshot = MutableStateFlow(Snapshot(emptyList(), closed = false))
     private val callbacks = CopyOnWriteArrayList<(Transfer) -> Unit>()
-    private val listenerId: ULong
+    private val composers: MutableSet<Composer> = Collections.synchronizedSet(Collections.newSetFromMap(WeakHashMap()))
+    private var listenerId: ULong = 0u
 
-    /** Every transfer, newest first, updated at every change (read from the SDK's store, never merged here). */
-    val transfers: StateFlow<List<Transfer>> = _transfers.asStateFlow()
+    /**
+     * Every transfer, newest first: the current list at once, then after every change. Built from the
+     * changed transfer each listener call delivers (never a re-read of the table). Completes on [close].
+     */
+    val transfers: Flow<List<Transfer>> =
+        snapshot.transformWhile { s -> if (s.closed) false else { emit(s.list); true } }
 
-    init {
+    /** The latest list [transfers] emitted (no I/O, never throws). */
+    val currentTransfers: List<Transfer> get() = snapshot.value.list
+
+    /** Registers with Rust first, then reads, so no change falls between the read and the listener. */
+    private fun start() {
         listenerId = core.addListener(Relay(WeakReference(this)))
-        refreshTransfers()
+        val first = core.transfers()
+        synchronized(lock) {
+            list = first
+            loaded = true
+            // A change delivered while the read ran may be older than what the read saw: keep the newer.
+            for (t in early) {
+                val seen = list.firstOrNull { it.localId == t.localId }
+                if (seen == null || !t.updatedAt.isBefore(seen.updatedAt)) list = merged(list, t)
+            }
+            early.clear()
+            snapshot.value = Snapshot(list, closed = false)
+        }
     }
 
     /** The user confirmed: mints the key, commits the transfer durably and returns it; sending starts at once. */
     @Throws(SendOnceException::class)
     suspend fun sendTransfer(request: TransferRequest): Transfer = live { core.sendTransfer(request) }
 
-    /** Shorthand of [sendTransfer] with the request's fields. */
+    /** Shorthand of [sendTransfer] with the request's fields ([amountMinor] in minor units of [currency]). */
     @Throws(SendOnceException::class)
     suspend fun sendTransfer(toUserId: String, amountMinor: Long, currency: String, note: String? = null): Transfer =
         sendTransfer(TransferRequest(toUserId = toUserId, amountMinor = amountMinor, currency = currency, note = note))
 
     /** One transfer by local id. */
     @Throws(SendOnceException::class)
-    fun transfer(localId: String): Transfer = live { core.transfer(localId) }
+    suspend fun transfer(localId: String): Transfer = live { core.transfer(localId) }
+
+    /**
+     * One page of the history, newest first: up to [limit] (at most 500) transfers after the one with local
+     * id [after] (the last of the previous page; `null` for the first). Pages never repeat or skip a
+     * transfer while new ones are added; [SendOnceException.NotFound] if [after] was pruned meanwhile.
+     */
+    @Throws(SendOnceException::class)
+    suspend fun transfers(after: String?, limit: Int): List<Transfer> {
+        require(limit >= 0) { "limit must not be negative" }
+        return live { core.transfersPage(after, limit.toUInt()) }
+    }
 
     /** Transfers not yet final, newest first. */
     @Throws(SendOnceException::class)
-    fun unfinishedTransfers(): List<Transfer> = live { core.unfinishedTransfers() }
+    suspend fun unfinishedTransfers(): List<Transfer> = live { core.unfinishedTransfers() }
 
-    /** One transfer as a flow of its states (distinct, from the moment of collection). */
+    /** One transfer as a flow of its states (distinct, from the moment of collection); completes on [close]. */
     fun transferUpdates(localId: String): Flow<Transfer?> =
         transfers.map { list -> list.firstOrNull { it.localId == localId } }.distinctUntilChanged()
 
@@ -112,8 +176,8 @@ class SendOnce private constructor(private val core: SendOnceCore, private val s
     suspend fun resolve(localId: String): Transfer = live { core.resolve(localId) }
 
     /**
-     * Calls [listener] at every change of any transfer, on an SDK thread. An exception thrown by it is
-     * caught and ignored. Close the returned handle to unregister.
+     * Calls [listener] with the changed transfer at every change of any transfer, on an SDK thread. An
+     * exception thrown by it is caught and ignored. Close the returned handle to unregister.
      */
     fun addListener(listener: (Transfer) -> Unit): AutoCloseable {
         callbacks.add(listener)
@@ -122,21 +186,24 @@ class SendOnce private constructor(private val core: SendOnceCore, private val s
 
     /** The host app's connectivity signal; `true` wakes every waiting retry at once. */
     @Throws(SendOnceException::class)
-    fun setNetworkAvailable(available: Boolean) = live { core.setNetworkAvailable(available) }
+    suspend fun setNetworkAvailable(available: Boolean) = live { core.setNetworkAvailable(available) }
 
     /** Replaces the bearer token (null to forget it); transfers waiting for credentials resume. */
     @Throws(SendOnceException::class)
-    fun setAccessToken(token: String?) = live { core.setAccessToken(token) }
+    suspend fun setAccessToken(token: String?) = live { core.setAccessToken(token) }
 
     /** Train mode: switches the network simulator at run time; [seed] makes the faults reproducible. */
     @Throws(SendOnceException::class)
-    fun setNetworkProfile(profile: NetworkProfile, seed: Long = 0) = live { core.setNetworkProfile(profile, seed.toULong()) }
+    suspend fun setNetworkProfile(profile: NetworkProfile, seed: Long = 0) =
+        live { core.setNetworkProfile(profile, seed.toULong()) }
 
     /** The network profile in force. */
-    val networkProfile: NetworkProfile get() = live { core.networkProfile() }
+    @Throws(SendOnceException::class)
+    suspend fun networkProfile(): NetworkProfile = live { core.networkProfile() }
 
     /** What the network simulator did so far. */
-    val networkStats: NetsimStats get() = live { core.networkStats() }
+    @Throws(SendOnceException::class)
+    suspend fun networkStats(): NetsimStats = live { core.networkStats() }
 
     /**
      * Sends and resolves everything due within [deadline], then says what is left: what a WorkManager
@@ -144,15 +211,23 @@ class SendOnce private constructor(private val core: SendOnceCore, private val s
      * a request out; nothing is lost, it goes on with the same key.
      */
     @Throws(SendOnceException::class)
-    suspend fun drain(deadline: kotlin.time.Duration): DrainSummary =
-        live { core.drain(deadline.inWholeMilliseconds) }.also { refreshTransfers() }
+    suspend fun drain(deadline: java.time.Duration): DrainSummary = live { core.drain(deadline).also { reload() } }
 
-    /** The app's lifecycle: in the background, network wake-ups are spread (see the README). */
+    /** [drain] with a Kotlin duration. */
     @Throws(SendOnceException::class)
-    fun setInForeground(foreground: Boolean) = live { core.setInForeground(foreground) }
+    suspend fun drain(deadline: kotlin.time.Duration): DrainSummary =
+        drain(java.time.Duration.ofMillis(deadline.inWholeMilliseconds))
+
+    /** The app's lifecycle: in the background, network wake-ups are spread (see the README). A flag, no I/O. */
+    @Throws(SendOnceException::class)
+    fun setInForeground(foreground: Boolean) {
+        if (closed.get()) throw SendOnceException.Closed()
+        core.setInForeground(foreground)
+    }
 
     /** The account the store is bound to, if any. */
-    val accountId: String? get() = live { core.accountId() }
+    @Throws(SendOnceException::class)
+    suspend fun accountId(): String? = live { core.accountId() }
 
     /**
      * Signs [accountId] in with [token]. Another account than the bound one throws
@@ -160,7 +235,8 @@ class SendOnce private constructor(private val core: SendOnceCore, private val s
      * first (the report says what).
      */
     @Throws(SendOnceException::class)
-    fun signIn(accountId: String, token: String?): WipeReport? = live { core.signIn(accountId, token) }.also { refreshTransfers() }
+    suspend fun signIn(accountId: String, token: String?): WipeReport? =
+        live { core.signIn(accountId, token).also { reload() } }
 
     /**
      * Forgets the token and deletes every transfer and the account binding. Throws
@@ -168,64 +244,88 @@ class SendOnce private constructor(private val core: SendOnceCore, private val s
      * was discarded.
      */
     @Throws(SendOnceException::class)
-    fun signOut(force: Boolean = false): WipeReport = live { core.signOut(force) }.also { refreshTransfers() }
+    suspend fun signOut(force: Boolean = false): WipeReport = live { core.signOut(force).also { reload() } }
 
     /**
      * Calls [listener] with every [SdkEvent] (attempts, answers, retries, outcomes, wipes), on an SDK thread;
      * close the handle to unregister. Events carry local ids only, never a recipient, note or token.
      */
     fun addEventListener(listener: (SdkEvent) -> Unit): AutoCloseable {
-        val id = live {
-            core.addEventListener(object : EventListener {
-                override fun onEvent(event: SdkEvent) {
-                    try {
-                        listener(event)
-                    } catch (e: Throwable) {
-                        if (e is VirtualMachineError) throw e
-                    }
+        if (closed.get()) throw SendOnceException.Closed()
+        val id = core.addEventListener(object : EventListener {
+            override fun onEvent(event: SdkEvent) {
+                try {
+                    listener(event)
+                } catch (e: Throwable) {
+                    if (e is VirtualMachineError) throw e
                 }
-            })
-        }
+            }
+        })
         return AutoCloseable { if (!closed.get()) core.removeListener(id) }
     }
 
-    /** A composer for one confirm screen. */
+    /** A composer for one confirm screen; closed with the SDK at the latest. */
     @Throws(SendOnceException::class)
-    fun composer(): Composer = live { Composer(core.composer()) }
-
-    /** A composer re-attached to a transfer confirmed earlier (after the app was killed). */
-    @Throws(SendOnceException::class)
-    fun composer(localId: String): Composer = live { Composer(core.composerFor(localId)) }
+    suspend fun composer(): Composer = live { track(Composer(core.composer(), io)) }
 
     /**
-     * Stops sending and releases the file. Nothing is lost: a request cut off here is sent again, with the
-     * same key, on the next [open]. Safe to call twice.
+     * The composer of a transfer confirmed earlier, e.g. by a screen the system killed: keep its local id in
+     * `SavedStateHandle` and re-attach here. The SDK decides what it shows (Send stays off unless the
+     * transfer is final) and it reaches the receipt like the original screen would.
+     */
+    @Throws(SendOnceException::class)
+    suspend fun composer(localId: String): Composer = live { track(Composer(core.composerFor(localId), io)) }
+
+    /**
+     * The composer for a confirm screen the system may have killed: pass the local id the screen saved in
+     * `SavedStateHandle` (null if none). The SDK decides: that transfer, finished or not (so a receipt
+     * survives process death); else the newest unfinished transfer; else a fresh composer.
+     */
+    @Throws(SendOnceException::class)
+    suspend fun restoreComposer(savedLocalId: String?): Composer =
+        live { track(Composer(core.restoreComposer(savedLocalId), io)) }
+
+    /**
+     * Stops sending and releases the file; every flow (of this SDK and of its composers) completes. Nothing is
+     * lost: a request cut off here is sent again, with the same key, on the next [open]. Safe to call twice.
+     * No store transaction runs here: the SDK aborts its tasks and drops the file lock.
      */
     override fun close() {
         if (!closed.compareAndSet(false, true)) return
         sharedKey?.let { key -> synchronized(instances) { if (instances[key] === this) instances.remove(key) } }
         callbacks.clear()
+        val open = synchronized(composers) { composers.toList() }
+        open.forEach { it.close() }
         try {
             core.removeListener(listenerId)
             core.shutdown()
         } finally {
             core.close() // frees the native handle
+            synchronized(lock) { snapshot.value = Snapshot(list, closed = true) }
         }
     }
 
-    private fun refreshTransfers() {
-        if (closed.get()) return
-        try {
-            synchronized(refreshLock) { _transfers.value = core.transfers() }
-        } catch (_: SendOnceException) {
-            // Closed meanwhile: the last list stays.
-        } catch (_: IllegalStateException) {
-            // The native handle was freed by close().
+    /** Re-reads the list after a call that may delete rows (a wipe), which no change delivers. */
+    private fun reload() {
+        val fresh = core.transfers()
+        synchronized(lock) {
+            if (closed.get()) return
+            list = fresh
+            snapshot.value = Snapshot(list, closed = false)
         }
     }
+
+    private fun track(composer: Composer): Composer = composer.also { composers.add(it) }
 
     private fun onChanged(transfer: Transfer) {
-        refreshTransfers()
+        synchronized(lock) {
+            if (closed.get()) return
+            if (!loaded) {
+                early.add(transfer)
+                return
+            }
+        }
+        // Listeners first: once a flow shows a change, every listener has been told of it.
         for (callback in callbacks) {
             try {
                 callback(transfer)
@@ -234,16 +334,24 @@ class SendOnce private constructor(private val core: SendOnceCore, private val s
                 // A listener's failure is its own; the SDK carries on.
             }
         }
+        synchronized(lock) {
+            if (closed.get()) return
+            list = merged(list, transfer)
+            snapshot.value = Snapshot(list, closed = false)
+        }
     }
 
-    private inline fun <T> live(block: () -> T): T {
-        if (closed.get()) throw SendOnceException.Closed("the SDK is closed")
-        try {
-            return block()
-        } catch (e: IllegalStateException) {
-            // uniffi's "object has already been destroyed": close() won a race with this call.
-            if (closed.get()) throw SendOnceException.Closed("the SDK is closed")
-            throw e
+    /** Runs [block] on [io]; maps a call that lost the race with [close] to [SendOnceException.Closed]. */
+    private suspend fun <T> live(block: suspend () -> T): T {
+        if (closed.get()) throw SendOnceException.Closed()
+        return withContext(io) {
+            try {
+                block()
+            } catch (e: IllegalStateException) {
+                // uniffi's "object has already been destroyed": close() won a race with this call.
+                if (closed.get()) throw SendOnceException.Closed()
+                throw e
+            }
         }
     }
 
@@ -257,4 +365,13 @@ class SendOnce private constructor(private val core: SendOnceCore, private val s
             }
         }
     }
+}
+
+/** [list] with [t] in place of its older state, or inserted where the newest-first order puts it. */
+internal fun merged(list: List<Transfer>, t: Transfer): List<Transfer> {
+    val at = list.indexOfFirst { it.localId == t.localId }
+    if (at >= 0) return list.toMutableList().also { it[at] = t }
+    val newestFirst = compareByDescending<Transfer> { it.createdAt }.thenByDescending { it.localId }
+    val insertAt = list.indexOfFirst { newestFirst.compare(t, it) < 0 }.let { if (it < 0) list.size else it }
+    return list.toMutableList().also { it.add(insertAt, t) }
 }

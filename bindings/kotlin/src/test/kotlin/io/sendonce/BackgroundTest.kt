@@ -10,13 +10,14 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
 import java.io.File
+import java.time.Duration
 import java.util.Collections
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 
 /** The SDK beyond the open screen, from Kotlin: the shared instance, drain, token refresh, accounts, events, logs. */
-class BackgroundTest : WithServer() {
-    private val fastRetry = RetryPolicy(baseMs = 20, capMs = 300, budgetBurst = 1000u, budgetPerSecond = 1000.0)
+class BackgroundTest : ServerTest() {
+    private val fastRetry = defaultRetryPolicy().copy(base = Duration.ofMillis(20), cap = Duration.ofMillis(300), budgetBurst = 1000u, budgetPerSecond = 1000.0)
 
     private fun config(user: User, token: String = user.token, dbPath: String = server.dbPath(), accountId: String? = null) =
         SendOnceConfig(
@@ -24,13 +25,13 @@ class BackgroundTest : WithServer() {
             dbPath = dbPath,
             accessToken = AccessToken(token),
             retry = fastRetry,
-            requestTimeoutMs = 5_000,
-            backgroundWakeWindowMs = 200,
+            requestTimeout = Duration.ofSeconds(5),
+            backgroundWakeWindow = Duration.ofMillis(200),
             accountId = accountId,
         )
 
     @Test
-    fun `the UI, a worker and a push handler share one instance, never AlreadyOpen`() {
+    fun `the UI, a worker and a push handler share one instance, never AlreadyOpen`() = runBlocking {
         val alice = server.createUser("alice", 1_000_000)
         val config = config(alice)
         val ui = SendOnce.shared(config)
@@ -44,7 +45,7 @@ class BackgroundTest : WithServer() {
     }
 
     @Test
-    fun `another process on the file is Busy, a retry once it is gone succeeds`() {
+    fun `another process on the file is Busy, a retry once it is gone succeeds`() = runBlocking {
         val db = server.dbPath("held")
         val java = File(System.getProperty("java.home"), "bin/java").path
         val child = ProcessBuilder(
@@ -80,7 +81,7 @@ class BackgroundTest : WithServer() {
             assertEquals(listOf(t.localId), summary.finished.map { it.localId })
             assertEquals(TransferState.SUCCEEDED, summary.finished[0].state)
             assertTrue(summary.unfinished.isEmpty())
-            assertEquals(null, summary.nextAttemptInMs)
+            assertEquals(null, summary.nextAttemptIn)
             assertEquals(1, server.debits(t.idempotencyKey).size)
         }
     }
@@ -156,15 +157,15 @@ class BackgroundTest : WithServer() {
         val alice = server.createUser("alice", 1_000_000)
         val bob = server.createUser("bob")
         SendOnce.open(config(alice, accountId = "acct-kt-alice")).use { sdk ->
-            assertEquals("acct-kt-alice", sdk.accountId)
+            assertEquals("acct-kt-alice", sdk.accountId())
             sdk.setNetworkAvailable(false)
             val t = sdk.sendTransfer(bob.id, 300, "BDT")
             assertThrows<SendOnceException.AccountMismatch> { sdk.signIn("acct-kt-bob", bob.token) }
             assertThrows<SendOnceException.UnfinishedTransfers> { sdk.signOut() }
             val report = sdk.signOut(force = true)
             assertEquals(listOf(t.localId), report.discardedUnfinished.map { it.localId })
-            assertTrue(sdk.transfers.value.isEmpty())
-            assertEquals(null, sdk.accountId)
+            assertTrue(sdk.currentTransfers.isEmpty())
+            assertEquals(null, sdk.accountId())
         }
     }
 

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 
 /** The SDK's requests through the app's OkHttp client: against server-mock, and its certificate pinner on TLS. */
-class OkHttpTransportTest : WithServer() {
+class OkHttpTransportTest : ServerTest() {
     @Test
     fun `a transfer through OkHttp succeeds once against server-mock`() = runBlocking {
         val alice = server.createUser("alice", 1_000_000)

@@ -9,35 +9,20 @@ import kotlinx.coroutines.flow.takeWhile
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.assertThrows
 import java.io.File
+import java.time.Duration
 import java.util.concurrent.atomic.AtomicInteger
 import kotlin.random.Random
 
 /** The Kotlin bindings against the real Rust library and the real server-mock on loopback. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class SendOnceTest {
-    private lateinit var server: MockServer
-
-    @BeforeAll
-    fun startServer() {
-        server = MockServer()
-    }
-
-    @AfterAll
-    fun stopServer() {
-        server.close()
-    }
-
-    private val fastRetry = RetryPolicy(baseMs = 20, capMs = 300, budgetBurst = 1000u, budgetPerSecond = 1000.0)
+class SendOnceTest : ServerTest() {
+    private val fastRetry = defaultRetryPolicy().copy(base = Duration.ofMillis(20), cap = Duration.ofMillis(300), budgetBurst = 1000u, budgetPerSecond = 1000.0)
 
     private fun config(
         user: User,
@@ -50,7 +35,7 @@ class SendOnceTest {
         dbPath = dbPath,
         accessToken = AccessToken(user.token),
         retry = retry,
-        requestTimeoutMs = 5_000,
+        requestTimeout = Duration.ofSeconds(5),
         networkProfile = profile,
         clockSpeed = clockSpeed,
     )
@@ -98,14 +83,14 @@ class SendOnceTest {
         val slow = NetworkProfile.Custom(NetsimSettings(latencyMs = 400))
         SendOnce.open(config(alice, profile = slow)).use { sdk ->
             sdk.composer().use { composer ->
-                assertEquals(ComposerState.Editing, composer.state.value)
-                assertTrue(composer.sendEnabled.value)
+                assertEquals(ComposerState.Editing, composer.currentState)
+                assertTrue(composer.isSendEnabled)
                 val request = TransferRequest(toUserId = bob.id, amountMinor = 500, currency = "BDT")
                 // Two taps racing each other, then a third with other fields: one intent, one transfer.
                 val taps = coroutineScope {
                     List(2) { async(Dispatchers.Default) { composer.confirm(request) } }.awaitAll()
                 }
-                assertFalse(composer.sendEnabled.value, "Send must be disabled right after confirm")
+                assertFalse(composer.isSendEnabled, "Send must be disabled right after confirm")
                 val third = composer.confirm(request.copy(amountMinor = 999))
                 val all = taps + third
                 assertEquals(1, all.map { it.localId }.toSet().size, "one transfer for every tap")
@@ -114,16 +99,16 @@ class SendOnceTest {
                 // Every state between the confirm and Done keeps Send disabled.
                 val seen = composer.state.takeWhile { it !is ComposerState.Done }.toList()
                 assertTrue(seen.none { it.sendEnabled }, "Send enabled before done: $seen")
-                assertTrue(composer.state.value is ComposerState.Done)
-                assertFalse(composer.sendEnabled.value, "after Done, Send stays off until a new intent")
-                val receipt = (composer.state.value as ComposerState.Done).receipt
+                assertTrue(composer.currentState is ComposerState.Done)
+                assertFalse(composer.isSendEnabled, "after Done, Send stays off until a new intent")
+                val receipt = (composer.currentState as ComposerState.Done).receipt
                 assertEquals(taps[0].localId, receipt.localId)
                 assertEquals(1, server.debits(receipt.idempotencyKey).size)
-                assertEquals(1, sdk.transfers.value.size)
+                assertEquals(1, sdk.currentTransfers.size)
 
                 composer.newIntent()
-                assertEquals(ComposerState.Editing, composer.state.value)
-                assertTrue(composer.sendEnabled.value)
+                assertEquals(ComposerState.Editing, composer.currentState)
+                assertTrue(composer.isSendEnabled)
             }
         }
     }
@@ -135,10 +120,10 @@ class SendOnceTest {
         // running 50x: its minutes of tunnels and 15 s timeouts pass in about a second.
         SendOnce.open(config(alice, clockSpeed = 50.0, retry = null)).use { sdk ->
             sdk.setNetworkProfile(NetworkProfile.Train, seed = 7)
-            assertEquals(NetworkProfile.Train, sdk.networkProfile)
+            assertEquals(NetworkProfile.Train, sdk.networkProfile())
             val sent = (1..8).map { sdk.sendTransfer(toUserId = bob.id, amountMinor = 100L * it, currency = "BDT") }
             val outcomes = sent.map { sdk.awaitOutcome(it.localId) }
-            val stats = sdk.networkStats
+            val stats = sdk.networkStats()
             println("train: $stats, attempts ${outcomes.map { it.attempts }}")
             assertTrue(outcomes.all { it.state == TransferState.SUCCEEDED }, "all succeeded: ${outcomes.map { it.state }}")
             assertTrue(stats.requests >= 8u)
@@ -171,7 +156,7 @@ class SendOnceTest {
             assertEquals(listOf(sent.localId), unfinished.map { it.localId })
             // The confirm screen re-attaches to the transfer: Send stays off, the receipt arrives.
             val screen = second.composer(sent.localId)
-            assertFalse(screen.sendEnabled.value)
+            assertFalse(screen.isSendEnabled)
             val receipt = (screen.state.first { it is ComposerState.Done } as ComposerState.Done).receipt
             assertEquals(sent.localId, receipt.localId)
             screen.close()
@@ -186,7 +171,7 @@ class SendOnceTest {
     @Test
     fun `past the give-up horizon the transfer needs attention and resolve looks it up by key`() = test {
         val (alice, bob) = pair()
-        val shortHorizon = fastRetry.copy(giveUpAfterMs = 300)
+        val shortHorizon = fastRetry.copy(giveUpAfter = Duration.ofMillis(300))
         SendOnce.open(config(alice, profile = NetworkProfile.Offline, retry = shortHorizon)).use { sdk ->
             val sent = sdk.sendTransfer(bob.id, 42, "BDT")
             val parked = sdk.awaitOutcome(sent.localId)
@@ -260,11 +245,11 @@ class SendOnceTest {
             }
             sdk.composer().use { composer ->
                 assertThrows<SendOnceException.InvalidAmount> { composer.confirm(bob.id, 0, "BDT") }
-                assertTrue(composer.sendEnabled.value, "a refused confirm leaves Send enabled")
+                assertTrue(composer.isSendEnabled, "a refused confirm leaves Send enabled")
             }
             // The same file cannot be opened twice.
             assertThrows<SendOnceException.AlreadyOpen> { SendOnce.open(config(alice, dbPath = db)) }
-            assertTrue(sdk.transfers.value.isEmpty(), "nothing was persisted")
+            assertTrue(sdk.currentTransfers.isEmpty(), "nothing was persisted")
             // Exhaustive handling over the sealed hierarchy.
             val e: SendOnceException = assertThrows<SendOnceException> { sdk.sendTransfer(bob.id, 10, "XX") }
             val kind = when (e) {
@@ -275,7 +260,7 @@ class SendOnceTest {
             assertTrue(e.message!!.contains("XX"), e.message)
         }
         assertThrows<SendOnceException.InvalidConfig> { SendOnce.open(config(alice).copy(baseUrl = "ftp://nowhere")) }
-        assertThrows<SendOnceException.InvalidConfig> { SendOnce.open(config(alice).copy(requestTimeoutMs = -1)) }
+        assertThrows<SendOnceException.InvalidConfig> { SendOnce.open(config(alice).copy(requestTimeout = Duration.ZERO)) }
         assertThrows<SendOnceException.InvalidConfig> { SendOnce.open(config(alice).copy(clockSpeed = 0.0)) }
         Unit
     }
@@ -283,7 +268,7 @@ class SendOnceTest {
     @Test
     fun `flows can be abandoned while changes flow`() = test {
         val (alice, bob) = pair()
-        val busy = RetryPolicy(baseMs = 1, capMs = 2, budgetBurst = 100_000u, budgetPerSecond = 100_000.0)
+        val busy = fastRetry.copy(base = Duration.ofMillis(1), cap = Duration.ofMillis(2), budgetBurst = 100_000u, budgetPerSecond = 100_000.0)
         SendOnce.open(config(alice, profile = NetworkProfile.Offline, retry = busy)).use { sdk ->
             sdk.composer().use { composer ->
                 val t = composer.confirm(bob.id, 5, "BDT")
@@ -295,7 +280,7 @@ class SendOnceTest {
                     composer.state.first()
                 }
                 sdk.setNetworkProfile(NetworkProfile.Off)
-                for (transfer in sdk.transfers.value) {
+                for (transfer in sdk.currentTransfers) {
                     assertEquals(TransferState.SUCCEEDED, sdk.awaitOutcome(transfer.localId).state)
                 }
             }
@@ -303,7 +288,7 @@ class SendOnceTest {
     }
 
     @Test
-    fun `a corrupt database file is a typed exception, not a crash`() {
+    fun `a corrupt database file is a typed exception, not a crash`() = test {
         val (alice, _) = pair()
         val db = File(server.dbPath("corrupt"))
         db.writeBytes(Random(42).nextBytes(16 * 1024))
@@ -313,6 +298,6 @@ class SendOnceTest {
         val dir = File(server.dir, "a-directory.db").apply { mkdirs() }
         assertThrows<SendOnceException> { SendOnce.open(config(alice, dbPath = dir.path)) }
         // The process is still fine: a good file opens.
-        SendOnce.open(config(alice)).use { assertTrue(it.transfers.value.isEmpty()) }
+        SendOnce.open(config(alice)).use { assertTrue(it.currentTransfers.isEmpty()) }
     }
 }

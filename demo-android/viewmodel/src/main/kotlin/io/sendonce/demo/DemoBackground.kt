@@ -12,23 +12,30 @@ import kotlin.time.Duration
  * (`app/.../SendWorker.kt`) while no screen is open. Plain Kotlin, so it is tested on the JVM.
  */
 object DemoBackground {
-    /** The SDK config of [account]: one database file per demo user, in [filesDir]. */
-    fun config(filesDir: File, account: DemoAccount, options: DemoOptions = DemoOptions()) = SendOnceConfig(
+    /** The SDK config of [account]: one database file per demo user, in [databaseDir]. */
+    fun config(databaseDir: File, account: DemoAccount, options: DemoOptions = DemoOptions()) = SendOnceConfig(
         baseUrl = account.serverUrl,
-        dbPath = File(filesDir, "sendonce-${account.userId.replace(Regex("[^A-Za-z0-9_-]"), "_")}.db").path,
+        dbPath = File(databaseDir.apply { mkdirs() }, "sendonce-${account.userId.replace(Regex("[^A-Za-z0-9_-]"), "_")}.db").path,
         accessToken = AccessToken(account.token),
         retry = options.retry,
-        requestTimeoutMs = options.requestTimeoutMs,
+        requestTimeout = options.requestTimeout,
         clockSpeed = options.clockSpeed,
         accountId = account.userId,
     )
 
     /**
      * Sends what is due within [deadline] on the shared instance; `null` when nobody ever signed up here
-     * (nothing to send). Throws `SendOnceException.Busy` when another process holds the file.
+     * (nothing to send). [filesDir] holds the account, [databaseDir] the database (as for [DemoViewModel]).
+     * Throws `SendOnceException.Busy` when another process holds the file.
      */
-    suspend fun drain(filesDir: File, serverUrl: String, deadline: Duration, options: DemoOptions = DemoOptions()): DrainSummary? {
+    suspend fun drain(
+        filesDir: File,
+        serverUrl: String,
+        deadline: Duration,
+        options: DemoOptions = DemoOptions(),
+        databaseDir: File = filesDir,
+    ): DrainSummary? {
         val account = AccountStore(File(filesDir, DemoViewModel.ACCOUNT_FILE)).account(serverUrl) ?: return null
-        return SendOnce.shared(config(filesDir, account, options)).drain(deadline)
+        return SendOnce.shared(config(databaseDir, account, options)).drain(deadline)
     }
 }

@@ -3,6 +3,7 @@ package io.sendonce.demo
 import io.sendonce.RetryPolicy
 import kotlinx.coroutines.CoroutineDispatcher
 import kotlinx.coroutines.Dispatchers
+import java.time.Duration
 
 /** How the demo is wired; the defaults are the app's, tests override a few. */
 data class DemoOptions(
@@ -13,7 +14,7 @@ data class DemoOptions(
     val startingBalanceMinor: Long = 1_000_000,
     /** Retry schedule; null for the SDK's defaults (0.5 s base, 60 s cap, 24 h give-up). */
     val retry: RetryPolicy? = null,
-    val requestTimeoutMs: Long = 15_000,
+    val requestTimeout: Duration = Duration.ofSeconds(15),
     /** The SDK clock's speed (1 on a device; tests speed up train mode's minutes-long tunnels). */
     val clockSpeed: Double = 1.0,
     /** Seed of train mode's faults; null for a new one at every switch. */

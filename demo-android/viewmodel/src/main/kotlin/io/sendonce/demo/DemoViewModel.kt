@@ -1,10 +1,8 @@
 package io.sendonce.demo
 
-import io.sendonce.AccessToken
 import io.sendonce.Composer
 import io.sendonce.ComposerState
 import io.sendonce.SendOnce
-import io.sendonce.SendOnceConfig
 import io.sendonce.SendOnceException
 import io.sendonce.Transfer
 import io.sendonce.TransferRequest
@@ -13,6 +11,7 @@ import io.sendonce.isFinal
 import io.sendonce.isSettled
 import io.sendonce.sendEnabled
 import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.ExperimentalCoroutinesApi
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.Flow
@@ -43,16 +42,20 @@ import kotlin.random.Random
  * Android classes): the Compose shell renders [state] and calls the `on…` functions, nothing else.
  *
  * Every transfer decision (key, state, retry, whether Send is enabled) is the SDK's; this class only turns
- * SDK state into text and forwards taps. [filesDir] holds the SDK's database and the demo account;
- * [scope] is the owner's (Android: `viewModelScope`). Call [close] when the screen goes away: the SDK is
- * the process's shared instance ([SendOnce.shared]) and keeps sending in the background, where a
- * WorkManager worker ([DemoBackground.drain]) finishes what is left.
+ * SDK state into text and forwards taps. [filesDir] holds the demo account, [databaseDir] the SDK's database
+ * (Android: `noBackupFilesDir`, so a restored backup never brings back a stale copy of the transfers);
+ * [scope] is the owner's (Android: `viewModelScope`); [memory] is what survives process death (Android:
+ * `SavedStateHandle`). Call [close] when the screen goes away: the SDK is the process's shared instance
+ * ([SendOnce.shared]) and keeps sending in the background, where a WorkManager worker
+ * ([DemoBackground.drain]) finishes what is left.
  */
 @OptIn(ExperimentalCoroutinesApi::class)
 class DemoViewModel(
     private val filesDir: File,
     private val scope: CoroutineScope,
     private val options: DemoOptions = DemoOptions(),
+    private val memory: ScreenMemory = InMemoryScreenMemory(),
+    private val databaseDir: File = filesDir,
 ) : AutoCloseable {
     private class Session(val account: DemoAccount, val sdk: SendOnce, val composer: Composer, val openedAtWallMs: Long) {
         /** The screen goes away; the shared SDK goes on in the background (or is closed, with [sdkToo]). */
@@ -91,6 +94,7 @@ class DemoViewModel(
     private val store by lazy { AccountStore(File(filesDir, ACCOUNT_FILE)) }
     private val walletClient = WalletClient()
     private val lifecycle = Mutex()
+    private val taps = Mutex()
     private val closed = AtomicBoolean(false)
     private val model = MutableStateFlow(Model(serverUrl = options.defaultServerUrl, serverUrlField = options.defaultServerUrl))
     private val session = MutableStateFlow<Session?>(null)
@@ -141,12 +145,12 @@ class DemoViewModel(
 
     // --- taps and platform events ---------------------------------------------------------------
 
-    fun onRecipientChanged(text: String) = model.update { it.copy(recipient = text, errorText = null) }
+    fun onRecipientChanged(text: String) = inOrder { model.update { it.copy(recipient = text, errorText = null) } }
 
-    fun onAmountChanged(text: String) = model.update { it.copy(amount = text, errorText = null) }
+    fun onAmountChanged(text: String) = inOrder { model.update { it.copy(amount = text, errorText = null) } }
 
     /** Review: checks the form and shows the confirm step. */
-    fun onReviewTapped() {
+    fun onReviewTapped() = inOrder {
         model.update { m ->
             val invalid = Texts.validation(m.recipient, m.amount)
             val amount = Texts.parseAmount(m.amount)
@@ -163,13 +167,14 @@ class DemoViewModel(
      * Send. Every tap goes to the composer, which returns the same transfer for every tap of one intent: ten
      * quick taps are one transfer with one key. The button's enabled state is the composer's `sendEnabled`.
      */
-    fun onSendTapped() {
-        val s = session.value ?: return
-        val request = model.value.pending ?: return
+    fun onSendTapped() = inOrder {
+        val s = session.value ?: return@inOrder
+        val request = model.value.pending ?: return@inOrder
         model.update { it.copy(errorText = null, notice = null) }
         scope.launch {
             try {
-                s.composer.confirm(request)
+                // Kept for process death: the restored screen re-attaches to this transfer, receipt included.
+                memory.transferId = s.composer.confirm(request).localId
             } catch (e: SendOnceException) {
                 if (!closed.get()) model.update { it.copy(errorText = Texts.errorText(e, request.currency)) }
             }
@@ -177,21 +182,22 @@ class DemoViewModel(
     }
 
     /** Back from the confirm step (or from a rejection) to the form, keeping what was typed. */
-    fun onEditTapped() {
+    fun onEditTapped() = inOrder {
         startNewIntent()
         model.update { it.copy(step = Screen.FORM, pending = null, errorText = null, notice = null) }
     }
 
     /** "Send another" after the receipt (or after handing a transfer over as Needs attention). */
-    fun onSendAnotherTapped() {
-        if (!startNewIntent()) return
-        model.update { it.copy(step = Screen.FORM, pending = null, amount = "", showValidation = false, errorText = null, notice = null) }
+    fun onSendAnotherTapped() = inOrder {
+        if (startNewIntent()) {
+            model.update { it.copy(step = Screen.FORM, pending = null, amount = "", showValidation = false, errorText = null, notice = null) }
+        }
     }
 
     /** Needs attention: asks the server about the transfer's key now (never sends it with a new key). */
     fun onCheckAgainTapped() {
         val s = session.value ?: return
-        val t = s.composer.state.value.currentTransfer ?: return
+        val t = s.composer.currentState.currentTransfer ?: return
         model.update { it.copy(errorText = null) }
         scope.launch {
             try {
@@ -206,22 +212,27 @@ class DemoViewModel(
     fun onTrainModeSelected(mode: TrainMode) {
         model.update { it.copy(trainMode = mode) }
         val s = session.value ?: return
-        try {
-            s.sdk.setNetworkProfile(mode.profile, options.trainSeed ?: Random.nextLong())
-        } catch (e: SendOnceException) {
-            model.update { it.copy(errorText = Texts.errorText(e, currency(it))) }
+        scope.launch {
+            try {
+                s.sdk.setNetworkProfile(mode.profile, options.trainSeed ?: Random.nextLong())
+            } catch (e: SendOnceException) {
+                model.update { it.copy(errorText = Texts.errorText(e, currency(it))) }
+            }
         }
     }
 
     /** The platform's connectivity callback (Android `NetworkCallback`, iOS `NWPathMonitor`). */
     fun onNetworkChanged(available: Boolean) {
         model.update { it.copy(networkAvailable = available) }
-        try {
-            session.value?.sdk?.setNetworkAvailable(available)
-        } catch (_: SendOnceException) {
-            // Closed meanwhile; the next session reads networkAvailable when it opens.
+        val s = session.value
+        scope.launch {
+            try {
+                s?.sdk?.setNetworkAvailable(available)
+            } catch (_: SendOnceException) {
+                // Closed meanwhile; the next session reads networkAvailable when it opens.
+            }
+            if (available) refreshBalance()
         }
-        if (available) scope.launch { refreshBalance() }
     }
 
     fun onRefreshBalanceTapped() {
@@ -275,13 +286,23 @@ class DemoViewModel(
 
     // --- inside ---------------------------------------------------------------------------------
 
+    /**
+     * Runs a tap's handler after every earlier tap's, in tap order: a handler that waits for the SDK (a new
+     * intent reads the store) must not be overtaken by the typing that follows it. With nothing pending it
+     * runs at once, so a text field's state never lags behind the keyboard.
+     */
+    private fun inOrder(block: suspend () -> Unit) {
+        scope.launch(start = CoroutineStart.UNDISPATCHED) { taps.withLock { block() } }
+    }
+
     private fun currency(m: Model) = m.wallet?.currency?.takeIf { it.isNotEmpty() } ?: options.currency
 
     /** Returns false when the current transfer is still on its way (the composer refuses a new intent). */
-    private fun startNewIntent(): Boolean {
+    private suspend fun startNewIntent(): Boolean {
         val s = session.value ?: return true
         return try {
             s.composer.newIntent()
+            memory.transferId = null
             true
         } catch (e: SendOnceException) {
             model.update { it.copy(errorText = Texts.errorText(e, currency(it))) }
@@ -312,7 +333,7 @@ class DemoViewModel(
             closeSession()
             return@withLock
         }
-        val resumed = opened.composer.state.value !is ComposerState.Editing
+        val resumed = opened.composer.currentState !is ComposerState.Editing
         model.update {
             it.copy(
                 loading = false,
@@ -323,20 +344,21 @@ class DemoViewModel(
         refreshBalance()
     }
 
-    private fun openSession(url: String): Session {
+    private suspend fun openSession(url: String): Session {
         val account = store.account(url)
             ?: walletClient.signUp(url, options.startingBalanceMinor, options.currency).also(store::save)
         val openedAt = options.nowMs()
-        val sdk = SendOnce.shared(DemoBackground.config(filesDir, account, options))
+        val sdk = SendOnce.shared(DemoBackground.config(databaseDir, account, options))
         try {
             val m = model.value
             // The shared instance may have run in the background since the last screen: set it as this one wants.
             sdk.setInForeground(true)
             sdk.setNetworkProfile(m.trainMode.profile, options.trainSeed ?: Random.nextLong())
             sdk.setNetworkAvailable(m.networkAvailable)
-            // After a kill: follow the newest unfinished transfer on the confirm screen again.
-            val unfinished = sdk.unfinishedTransfers().firstOrNull()
-            val composer = if (unfinished != null) sdk.composer(unfinished.localId) else sdk.composer()
+            // After a kill: the SDK re-attaches the screen to the transfer it showed (a receipt included),
+            // else to the newest unfinished one.
+            val composer = sdk.restoreComposer(memory.transferId)
+            memory.transferId = composer.currentState.currentTransfer?.localId
             return Session(account, sdk, composer, openedAt)
         } catch (e: Throwable) {
             sdk.close()

@@ -1,25 +1,44 @@
-// Every string the demo shows, as pure functions of SDK values (tested without a server).
+// Every string the demo shows, as pure functions of SDK values (tested without a server). The texts of
+// the SDK's errors and rejection reasons come from resources (strings*.properties), keyed by the SDK's keys.
 package io.sendonce.demo
 
 import io.sendonce.Rejection
+import io.sendonce.RejectionReason
+import io.sendonce.SendOnce
 import io.sendonce.SendOnceException
 import io.sendonce.Transfer
 import io.sendonce.TransferState
+import io.sendonce.messageKey
 import java.math.BigDecimal
-import java.text.DecimalFormat
-import java.text.DecimalFormatSymbols
+import java.text.MessageFormat
+import java.text.NumberFormat
+import java.util.Currency
 import java.util.Locale
+import java.util.ResourceBundle
 import kotlin.math.ceil
 
 object Texts {
-    /** The SDK's per-transfer limit (1e12 minor units), for the invalid-amount text. */
-    const val MAX_AMOUNT_MINOR: Long = 1_000_000_000_000
+    /**
+     * The locale money is formatted in: the device's (Android: the configuration's locale). Tests pin it.
+     * Grouping and the decimal separator follow it; the number of decimals is the currency's own.
+     */
+    @Volatile
+    var locale: Locale = Locale.getDefault()
 
-    private val grouped = DecimalFormat("#,##0.00", DecimalFormatSymbols(Locale.US))
+    /** Decimals of a currency's minor unit (2 for BDT, 0 for JPY); 2 for a code the JDK does not know. */
+    private fun digits(currency: String): Int =
+        runCatching { Currency.getInstance(currency).defaultFractionDigits }.getOrNull()?.takeIf { it >= 0 } ?: 2
 
-    /** 1250, "BDT" → "12.50 BDT". */
-    fun money(minor: Long, currency: String): String =
-        "${grouped.format(BigDecimal.valueOf(minor).movePointLeft(2))} $currency"
+    /** 1250, "BDT" → "12.50 BDT" in English, "12,50 BDT" in German: the amount in the locale, then the code. */
+    fun money(minor: Long, currency: String): String {
+        val n = digits(currency)
+        val format = NumberFormat.getNumberInstance(locale).apply {
+            minimumFractionDigits = n
+            maximumFractionDigits = n
+            isGroupingUsed = true
+        }
+        return "${format.format(BigDecimal.valueOf(minor).movePointLeft(n))} $currency"
+    }
 
     /** The result of reading the amount field. */
     sealed interface AmountInput {
@@ -59,7 +78,7 @@ object Texts {
         val n = t.attempts.toInt()
         if (needsAuth) return "Waiting for sign-in — attempt $n, the server refused the credentials"
         if (t.state == TransferState.SENDING) return "Waiting for network — attempt $n, trying now"
-        val next = t.nextAttemptAtMs ?: sdkNowMs
+        val next = t.nextAttemptAt?.toEpochMilli() ?: sdkNowMs
         val seconds = ceil((next - sdkNowMs).coerceAtLeast(0) / clockSpeed / 1000.0).toLong()
         return "Waiting for network — attempt $n, next try in ${seconds}s"
     }
@@ -76,54 +95,40 @@ object Texts {
         TransferState.NEEDS_ATTENTION -> "Needs attention"
     }
 
-    private fun shortReason(r: Rejection?): String = when (r?.code) {
-        "insufficient_funds" -> "not enough money"
-        "recipient_not_found" -> "unknown recipient"
-        "idempotency_key_reused" -> "key reused"
-        "not_executed" -> "never reached the server"
-        "invalid_request" -> "invalid request"
-        null, "" -> "refused"
-        else -> r.code.replace('_', ' ')
+    /**
+     * The demo's text for one of the SDK's message keys, from `strings.properties` (or the locale's
+     * `strings_<lang>.properties`), with [args] in MessageFormat's `{0}`, `{1}`, ...; [fallback]'s text
+     * when the key has none.
+     */
+    private fun text(key: String, fallback: String, vararg args: Any): String {
+        val bundle = ResourceBundle.getBundle(
+            "io.sendonce.demo.strings", locale, ResourceBundle.Control.getNoFallbackControl(ResourceBundle.Control.FORMAT_PROPERTIES),
+        )
+        val pattern = if (bundle.containsKey(key)) bundle.getString(key) else bundle.getString(fallback)
+        return MessageFormat(pattern, locale).format(args.map { if (it is Number) it.toString() else it }.toTypedArray())
+    }
+
+    /** The SDK's typed reason picks the text; only a code newer than the bindings falls back to the code. */
+    private fun shortReason(r: Rejection?): String {
+        val reason = r?.reason ?: return "refused"
+        val code = (reason as? RejectionReason.Other)?.code?.ifEmpty { "refused" }?.replace('_', ' ') ?: ""
+        return text("short.${reason.messageKey}", "short.sendonce.rejection.other", "", "", "", code)
     }
 
     /** The text of a definitive no (composer state Rejected: a Rejected or Failed transfer). */
-    fun rejectionText(reason: Rejection, t: Transfer): String = when (reason.code) {
-        "insufficient_funds" ->
-            "Not enough money: your balance is lower than ${money(t.amountMinor, t.currency)}. Nothing was sent."
-        "recipient_not_found" ->
-            "Unknown recipient: no account has the id ${t.toUserId}. Nothing was sent."
-        "idempotency_key_reused" ->
-            "Refused: this transfer's key was already used for a different request (key reused). " +
-                "No money moved twice. This is a bug in the app — please report it."
-        "not_executed" ->
-            "The server never received this transfer. No money moved."
-        "invalid_request" ->
-            "The server refused the request: ${reason.detail.ifBlank { "invalid request" }}. Nothing was sent."
-        else ->
-            "The server said no (${reason.httpStatus} ${reason.code}): ${reason.detail}. Nothing was sent."
+    fun rejectionText(rejection: Rejection, t: Transfer): String {
+        val code = (rejection.reason as? RejectionReason.Other)?.code ?: rejection.code
+        return text(
+            rejection.reason.messageKey, "sendonce.rejection.other",
+            money(t.amountMinor, t.currency), t.toUserId, rejection.httpStatus.toString(), code,
+        )
     }
 
     const val NEEDS_ATTENTION =
         "Needs attention: this transfer could not be confirmed for too long, so the app stopped retrying. " +
             "It will never be sent twice; tap Check again to ask the server what happened."
 
-    /** The text of a typed error thrown by a Send tap. */
-    fun errorText(e: SendOnceException, currency: String): String = when (e) {
-        is SendOnceException.InvalidAmount ->
-            "Invalid amount: enter more than 0 and at most ${money(MAX_AMOUNT_MINOR, currency)}."
-        is SendOnceException.InvalidRecipient ->
-            "Invalid recipient: a user id is 1 to 128 visible characters, without spaces."
-        is SendOnceException.InvalidCurrency -> "Invalid currency: ${e.message}"
-        is SendOnceException.InvalidNote -> "Invalid note: at most 140 characters."
-        is SendOnceException.Closed -> "The app is reconnecting; tap Send again in a moment."
-        is SendOnceException.StorageFull -> "Your phone's storage is full: free some space, then tap Send again."
-        is SendOnceException.StorageCorrupt, is SendOnceException.StorageUnavailable ->
-            "The app cannot save transfers (${e.message}). Nothing was sent."
-        is SendOnceException.TransferUnfinished -> "The previous transfer is still on its way."
-        is SendOnceException.LookupFailed -> "Could not reach the server to check: ${e.message}. Try again later."
-        is SendOnceException.Busy -> "Another part of the app is sending right now; tap Send again in a moment."
-        is SendOnceException.AccountMismatch -> "Transfers of the account signed in before are still on their way."
-        is SendOnceException.UnfinishedTransfers -> "Some transfers are still on their way; wait for them first."
-        else -> "Something went wrong: ${e.message}"
-    }
+    /** The text of a typed error thrown by a Send tap, looked up by the SDK's message key. */
+    fun errorText(e: SendOnceException, currency: String): String =
+        text(e.messageKey, "sendonce.error.other", money(SendOnce.maxAmountMinor, currency), currency, e.messageKey)
 }

@@ -2,10 +2,11 @@ package io.sendonce.demo
 
 import io.sendonce.Json
 import io.sendonce.LedgerEntry
-import io.sendonce.MockServer
 import io.sendonce.RetryPolicy
+import io.sendonce.ServerTest
 import io.sendonce.TransferState
 import io.sendonce.User
+import io.sendonce.defaultRetryPolicy
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.SupervisorJob
@@ -16,7 +17,6 @@ import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
 import kotlinx.coroutines.withTimeoutOrNull
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
@@ -24,11 +24,11 @@ import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Assertions.fail
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 import java.io.File
 import java.nio.file.Files
+import java.time.Duration
+import java.util.Locale
 import java.util.concurrent.CopyOnWriteArrayList
 import kotlin.time.Duration.Companion.seconds
 
@@ -36,20 +36,8 @@ import kotlin.time.Duration.Companion.seconds
  * The demo's view model against the real Rust library (through the Kotlin bindings) and the real
  * server-mock on loopback: what the screen shows after taps, train mode, a kill-and-reopen, and errors.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class DemoViewModelTest {
-    private lateinit var server: MockServer
+class DemoViewModelTest : ServerTest() {
     private val cleanups = CopyOnWriteArrayList<() -> Unit>()
-
-    @BeforeAll
-    fun startServer() {
-        server = MockServer()
-    }
-
-    @AfterAll
-    fun stopServer() {
-        server.close()
-    }
 
     @AfterEach
     fun cleanUp() {
@@ -57,7 +45,7 @@ class DemoViewModelTest {
         cleanups.clear()
     }
 
-    private val fastRetry = RetryPolicy(baseMs = 20, capMs = 300, budgetBurst = 1000u, budgetPerSecond = 1000.0)
+    private val fastRetry = defaultRetryPolicy().copy(base = Duration.ofMillis(20), cap = Duration.ofMillis(300), budgetBurst = 1000u, budgetPerSecond = 1000.0)
 
     private fun options(
         serverUrl: String = server.baseUrl,
@@ -67,7 +55,7 @@ class DemoViewModelTest {
     ) = DemoOptions(
         defaultServerUrl = serverUrl,
         retry = retry,
-        requestTimeoutMs = 5_000,
+        requestTimeout = Duration.ofSeconds(5),
         clockSpeed = clockSpeed,
         trainSeed = 7,
         tickMs = 100,
@@ -79,9 +67,10 @@ class DemoViewModelTest {
     }
 
     /** A view model as the app makes it: its own scope (Android: viewModelScope), closed after the test. */
-    private fun viewModel(dir: File = tempDir(), options: DemoOptions = options()): DemoViewModel {
+    private fun viewModel(dir: File = tempDir(), options: DemoOptions = options(), memory: ScreenMemory = InMemoryScreenMemory()): DemoViewModel {
+        Texts.locale = Locale.US
         val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
-        val vm = DemoViewModel(dir, scope, options)
+        val vm = DemoViewModel(dir, scope, options, memory, databaseDir = File(dir, "no-backup"))
         cleanups.add { vm.shutdown(); scope.cancel() }
         return vm
     }
@@ -190,7 +179,7 @@ class DemoViewModelTest {
 
     @Test
     fun `offline shows the waiting line and the network coming back settles it`() = test {
-        val vm = viewModel(options = options(retry = RetryPolicy(baseMs = 1_000, capMs = 4_000, budgetBurst = 1000u, budgetPerSecond = 1000.0)))
+        val vm = viewModel(options = options(retry = fastRetry.copy(base = Duration.ofSeconds(1), cap = Duration.ofSeconds(4))))
         vm.onTrainModeSelected(TrainMode.OFFLINE)
         val me = vm.review("7").accountUserId!!
         vm.onSendTapped()
@@ -252,7 +241,7 @@ class DemoViewModelTest {
         assertTrue(server.debits(key).isEmpty())
 
         // WorkManager runs the worker with the network back: it drains the same instance.
-        val summary = DemoBackground.drain(dir, server.baseUrl, 20.seconds, options())!!
+        val summary = DemoBackground.drain(dir, server.baseUrl, 20.seconds, options(), databaseDir = File(dir, "no-backup"))!!
         assertEquals(listOf(key), summary.finished.map { it.idempotencyKey })
         assertEquals(TransferState.SUCCEEDED, summary.finished.single().state)
         assertTrue(summary.unfinished.isEmpty())
@@ -339,7 +328,7 @@ class DemoViewModelTest {
 
     @Test
     fun `giving up while offline needs attention and Check again resolves it by key`() = test {
-        val retry = RetryPolicy(baseMs = 20, capMs = 200, giveUpAfterMs = 400, budgetBurst = 1000u, budgetPerSecond = 1000.0)
+        val retry = fastRetry.copy(cap = Duration.ofMillis(200), giveUpAfter = Duration.ofMillis(400))
         val vm = viewModel(options = options(retry = retry))
         vm.onTrainModeSelected(TrainMode.OFFLINE)
         vm.review("9")
@@ -375,5 +364,38 @@ class DemoViewModelTest {
         assertEquals(server.baseUrl, up.serverUrl)
         assertEquals("Balance: 10,000.00 BDT", up.balanceText)
         assertTrue(up.recipient.isNotEmpty(), "the demo recipient is filled in")
+    }
+
+    @Test
+    fun `a finished receipt survives process death through the saved transfer id`() = test {
+        val dir = tempDir()
+        val memory = InMemoryScreenMemory() // SavedStateHandle: survives the process, nothing else does
+        val first = viewModel(dir, memory = memory)
+        first.review("6")
+        first.onSendTapped()
+        val receipt = first.await("receipt") { it.screen == Screen.RECEIPT }.receipt!!
+        assertNotNull(memory.transferId, "the screen saved its transfer's local id")
+        first.shutdown() // the system kills the process while the receipt is on screen
+
+        // The process comes back with the saved state: the SDK re-attaches the screen to the same receipt.
+        val second = viewModel(dir, memory = memory)
+        val restored = second.await("restored receipt") { !it.loading && it.screen == Screen.RECEIPT }
+        assertEquals(receipt.idempotencyKey, restored.receipt!!.idempotencyKey)
+        assertEquals(receipt.serverTransferId, restored.receipt.serverTransferId)
+        assertFalse(restored.sendEnabled, "a restored receipt does not enable Send")
+        assertTrue(File(dir, "no-backup").listFiles()!!.any { it.name.endsWith(".db") }, "the database is in no-backup storage")
+
+        // Without the saved id (a fresh start), the finished transfer is not brought back: the form shows.
+        second.shutdown()
+        val fresh = viewModel(dir)
+        assertEquals(Screen.FORM, fresh.await("fresh start") { !it.loading }.screen)
+        fresh.shutdown()
+
+        // "Send another" clears the saved id, so the next restore shows the form.
+        val third = viewModel(dir, memory = memory)
+        third.await("restored again") { !it.loading && it.screen == Screen.RECEIPT }
+        third.onSendAnotherTapped()
+        third.await("form") { it.screen == Screen.FORM }
+        assertNull(memory.transferId)
     }
 }

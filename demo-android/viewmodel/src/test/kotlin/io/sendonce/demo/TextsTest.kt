@@ -1,15 +1,23 @@
 package io.sendonce.demo
 
 import io.sendonce.Rejection
+import io.sendonce.RejectionReason
+import io.sendonce.SendOnce
 import io.sendonce.SendOnceException
 import io.sendonce.Transfer
 import io.sendonce.TransferState
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Test
+import java.time.Instant
+import java.util.Locale
 
 /** The pure text functions, without a server. */
 class TextsTest {
+    init {
+        Texts.locale = Locale.US
+    }
+
     private fun transfer(
         state: TransferState,
         attempts: UInt = 1u,
@@ -17,8 +25,8 @@ class TextsTest {
         rejection: Rejection? = null,
     ) = Transfer(
         localId = "l1", idempotencyKey = "k1", toUserId = "usr_bob", amountMinor = 1250, currency = "BDT", note = null,
-        state = state, attempts = attempts, createdAtMs = 0, updatedAtMs = 0, lastAttemptAtMs = null,
-        nextAttemptAtMs = nextAt, lastError = null, serverTransferId = null, rejection = rejection, replayed = false,
+        state = state, attempts = attempts, createdAt = Instant.EPOCH, updatedAt = Instant.EPOCH, lastAttemptAt = null,
+        nextAttemptAt = nextAt?.let(Instant::ofEpochMilli), lastError = null, serverTransferId = null, rejection = rejection, replayed = false,
     )
 
     @Test
@@ -26,6 +34,19 @@ class TextsTest {
         assertEquals("12.50 BDT", Texts.money(1250, "BDT"))
         assertEquals("10,000.00 BDT", Texts.money(1_000_000, "BDT"))
         assertEquals("0.05 BDT", Texts.money(5, "BDT"))
+    }
+
+    @Test
+    fun `money follows the locale and the currency's own decimals`() {
+        try {
+            Texts.locale = Locale.GERMANY
+            assertEquals("10.000,00 BDT", Texts.money(1_000_000, "BDT"))
+            Texts.locale = Locale.US
+            assertEquals("1,250 JPY", Texts.money(1250, "JPY"), "yen have no minor unit")
+            assertEquals("1.250 KWD", Texts.money(1250, "KWD"), "dinars have three decimals")
+        } finally {
+            Texts.locale = Locale.US
+        }
     }
 
     @Test
@@ -63,7 +84,7 @@ class TextsTest {
     @Test
     fun `every state has a human label`() {
         val labels = TransferState.entries.associateWith {
-            Texts.stateLabel(transfer(it, attempts = 2u, rejection = Rejection("insufficient_funds", "", 402u)))
+            Texts.stateLabel(transfer(it, attempts = 2u, rejection = Rejection(RejectionReason.InsufficientFunds, "insufficient_funds", "", 402u)))
         }
         assertEquals("Queued", labels[TransferState.PENDING])
         assertEquals("Sending (attempt 2)", labels[TransferState.SENDING])
@@ -78,17 +99,43 @@ class TextsTest {
     @Test
     fun `typed errors have their own texts`() {
         assertEquals(
-            "Invalid amount: enter more than 0 and at most 10,000,000,000.00 BDT.",
+            "Invalid amount: enter more than 0 and at most ${Texts.money(SendOnce.maxAmountMinor, "BDT")}.",
             Texts.errorText(SendOnceException.InvalidAmount("invalid amount: too large"), "BDT"),
         )
+        assertEquals("10,000,000,000.00 BDT", Texts.money(SendOnce.maxAmountMinor, "BDT"), "the SDK's limit")
         assertEquals(
             "Invalid recipient: a user id is 1 to 128 visible characters, without spaces.",
             Texts.errorText(SendOnceException.InvalidRecipient("x"), "BDT"),
         )
         val t = transfer(TransferState.REJECTED)
         assertEquals(
-            "The server said no (409 weird_code): odd. Nothing was sent.",
-            Texts.rejectionText(Rejection("weird_code", "odd", 409u), t),
+            "The server said no (409 weird_code). Nothing was sent.",
+            Texts.rejectionText(Rejection(RejectionReason.Other("weird_code"), "weird_code", "odd", 409u), t),
+        )
+        // The typed reason decides, not the code string: a reason with an odd code still reads as itself.
+        assertEquals(
+            "Not enough money: your balance is lower than 12.50 BDT. Nothing was sent.",
+            Texts.rejectionText(Rejection(RejectionReason.InsufficientFunds, "legacy_nsf", "", 402u), t),
+        )
+    }
+
+    @Test
+    fun `the texts of the SDK's keys come from the locale's resources`() {
+        val t = transfer(TransferState.REJECTED)
+        val poor = Rejection(RejectionReason.InsufficientFunds, "insufficient_funds", "", 402u)
+        try {
+            Texts.locale = Locale.GERMANY
+            assertEquals("Nicht genug Geld: Ihr Guthaben ist kleiner als 12,50 BDT. Nichts wurde gesendet.", Texts.rejectionText(poor, t))
+            assertEquals("Declined — nicht genug Geld", Texts.stateLabel(transfer(TransferState.REJECTED, rejection = poor)))
+            // A key without a German text falls back to the English one.
+            assertEquals("The previous transfer is still on its way.", Texts.errorText(SendOnceException.TransferUnfinished(), "BDT"))
+        } finally {
+            Texts.locale = Locale.US
+        }
+        assertEquals("Something went wrong (sendonce.error.internal).", Texts.errorText(SendOnceException.Internal("bug"), "BDT"))
+        assertEquals(
+            "Failed — card blocked",
+            Texts.stateLabel(transfer(TransferState.FAILED, rejection = Rejection(RejectionReason.Other("card_blocked"), "card_blocked", "", 402u))),
         )
     }
 }

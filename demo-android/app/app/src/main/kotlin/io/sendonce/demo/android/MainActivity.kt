@@ -10,15 +10,42 @@ import androidx.activity.compose.setContent
 import androidx.activity.enableEdgeToEdge
 import androidx.activity.viewModels
 import androidx.lifecycle.AndroidViewModel
+import androidx.lifecycle.SavedStateHandle
 import androidx.lifecycle.viewModelScope
 import io.sendonce.demo.DemoViewModel
+import io.sendonce.demo.ScreenMemory
+import io.sendonce.demo.Texts
+
+/** The view model's [SavedStateHandle] behind the screen's memory: it survives process death. */
+class SavedStateMemory(private val handle: SavedStateHandle) : ScreenMemory {
+    override var transferId: String?
+        get() = handle[KEY]
+        set(value) {
+            handle[KEY] = value
+        }
+
+    private companion object {
+        const val KEY = "sendonce.transferId"
+    }
+}
 
 /**
  * Platform lifecycle only: owns the plain-Kotlin [DemoViewModel] for as long as the screen lives (survives
- * rotation), and forwards the system's connectivity changes to it. No transfer logic here.
+ * rotation; its saved state survives process death), and forwards the system's connectivity changes to it.
+ * The SDK's database lives in no-backup storage: a restored backup must never bring back a stale copy of
+ * the transfers. No transfer logic here.
  */
-class DemoAndroidViewModel(app: Application) : AndroidViewModel(app) {
-    val demo = DemoViewModel(filesDir = app.filesDir, scope = viewModelScope)
+class DemoAndroidViewModel(app: Application, handle: SavedStateHandle) : AndroidViewModel(app) {
+    init {
+        Texts.locale = app.resources.configuration.locales[0]
+    }
+
+    val demo = DemoViewModel(
+        filesDir = app.filesDir,
+        scope = viewModelScope,
+        memory = SavedStateMemory(handle),
+        databaseDir = app.noBackupFilesDir,
+    )
 
     private val connectivity = app.getSystemService(Context.CONNECTIVITY_SERVICE) as ConnectivityManager
     private val networkCallback = object : ConnectivityManager.NetworkCallback() {

@@ -23,12 +23,17 @@ import kotlin.time.Duration.Companion.minutes
 class SendWorker(context: Context, params: WorkerParameters) : CoroutineWorker(context, params) {
     override suspend fun doWork(): Result {
         val summary = try {
-            DemoBackground.drain(applicationContext.filesDir, DemoOptions.DEFAULT_SERVER_URL, deadline = 8.minutes)
+            DemoBackground.drain(
+                applicationContext.filesDir,
+                DemoOptions.DEFAULT_SERVER_URL,
+                deadline = 8.minutes,
+                databaseDir = applicationContext.noBackupFilesDir,
+            )
         } catch (e: SendOnceException.Busy) {
             return Result.retry() // another process holds the file: later
         } ?: return Result.success()
         // Chained after this run (REPLACE would cancel the run that is enqueuing it).
-        summary.nextAttemptInMs?.let { enqueue(applicationContext, it, ExistingWorkPolicy.APPEND_OR_REPLACE) }
+        summary.nextAttemptIn?.let { enqueue(applicationContext, it.toMillis(), ExistingWorkPolicy.APPEND_OR_REPLACE) }
         return Result.success()
     }
 

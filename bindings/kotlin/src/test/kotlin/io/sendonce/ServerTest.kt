@@ -4,10 +4,10 @@ import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.TestInstance
 
-/** One real server-mock on loopback for all the tests of a class. */
+/** A test class with one real server-mock for all its tests: started before the first, killed after the last. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-abstract class WithServer {
-    lateinit var server: MockServer
+abstract class ServerTest {
+    protected lateinit var server: MockServer
 
     @BeforeAll
     fun startServer() {
