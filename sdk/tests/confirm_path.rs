@@ -137,3 +137,52 @@ async fn a_prune_backlog_drains_while_the_sdk_runs() {
     )
     .await;
 }
+
+/// A second open of a file that another instance is writing (and checkpointing: the WAL restarts every
+/// few hundred commits) must say `AlreadyOpen`, never `StorageCorrupt`: the pre-open identity check reads
+/// the file without locks, and a checkpoint in progress makes such a read see a half-written file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_open_during_checkpoints_is_already_open_not_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let clock = Arc::new(SimClock::new(START, 1.0));
+    let sdk = Arc::new(offline(&db, &clock));
+    sdk.set_network_available(false).unwrap();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let prober = {
+        let (db, clock, done) = (db.clone(), clock.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut corrupt = 0;
+            let mut tries = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                tries += 1;
+                match Sdk::open(
+                    SdkConfig::builder("http://127.0.0.1:9", &db)
+                        .clock(clock.clone())
+                        .build()
+                        .unwrap(),
+                ) {
+                    Err(sendonce::SdkError::AlreadyOpen(_)) => {}
+                    Err(sendonce::SdkError::StorageCorrupt(e)) => {
+                        corrupt += 1;
+                        eprintln!("second open said StorageCorrupt: {e}");
+                    }
+                    other => panic!("second open: {:?}", other.map(|_| "opened")),
+                }
+            }
+            (tries, corrupt)
+        })
+    };
+    for i in 0..3_000 {
+        let mut r = req();
+        r.amount_minor = 1 + i;
+        sdk.send_transfer(r).await.unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (tries, corrupt) = prober.join().unwrap();
+    assert!(tries > 0);
+    assert_eq!(
+        corrupt, 0,
+        "{corrupt} of {tries} second opens called a live file corrupt"
+    );
+}

@@ -30,7 +30,7 @@ pub(super) fn check_is_ours(path: &Path) -> Result<()> {
         Ok(meta) if meta.is_file() && meta.len() == 0 => return Ok(()),
         Ok(_) => {}
     }
-    let identity = match read_identity(path) {
+    let identity = match read_identity_settled(path) {
         Ok(identity) => identity,
         Err(e) if has_wal(path) => {
             // Our own file killed mid-checkpoint is inconsistent without its WAL, which only a normal
@@ -73,6 +73,34 @@ fn has_wal(path: &Path) -> bool {
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
     std::fs::metadata(PathBuf::from(wal)).is_ok_and(|m| m.len() > 0)
+}
+
+/// [`read_identity`], read again while it fails as a half-written file would.
+///
+/// The immutable read takes no lock, so a checkpoint of ours in progress (another instance in this
+/// process that is closing, or the `:worker` process) can make it see a torn page and fail with
+/// `SQLITE_CORRUPT` although the file is fine, and a `TRUNCATE` checkpoint may have emptied the WAL by
+/// the time the error is looked at. A checkpoint ends within milliseconds, so a few tries tell a live
+/// file from a broken one; a file that still fails while another instance holds its lock is that
+/// instance's (`AlreadyOpen`), not corrupt.
+fn read_identity_settled(path: &Path) -> Result<Identity> {
+    let mut last = None;
+    for _ in 0..20 {
+        match read_identity(path) {
+            Ok(identity) => return Ok(identity),
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => {
+                return Err(e.into())
+            }
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // Held by a live instance: that instance decides; drop the probe lock at once.
+    take_instance_lock(path)?;
+    Err(last.map_or_else(
+        || SdkError::StorageCorrupt("unreadable".into()),
+        SdkError::from,
+    ))
 }
 
 /// Application id, schema version and tables, read through an immutable connection.
