@@ -39,7 +39,7 @@ pub(super) fn check_is_ours(path: &Path) -> Result<()> {
             tracing::debug!(error = %e, "file unreadable without its WAL; checked again after opening");
             return Ok(());
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e),
     };
     if identity.application_id != 0 && identity.application_id != APPLICATION_ID {
         return Err(SdkError::StorageCorrupt(format!(
