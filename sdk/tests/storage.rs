@@ -131,6 +131,36 @@ fn two_instances_never_send_from_one_file() {
     Sdk::open(cfg(&db)).unwrap();
 }
 
+/// The pre-open identity check reads without locks, so while another instance checkpoints it can see a
+/// torn first page and no WAL (a `TRUNCATE` checkpoint empties it). Such a file, whose lock a live
+/// instance holds, is that instance's: `AlreadyOpen`, never `StorageCorrupt`. The torn page is made
+/// here by hand, so the race that CI once hit (sdk/tests/retention.rs) replays every time; this test
+/// said `StorageCorrupt("database disk image is malformed")` before `read_identity_settled`.
+#[test]
+fn a_torn_page_under_a_live_instance_is_already_open_not_corrupt() {
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let first = Sdk::open(cfg(&db)).unwrap();
+    // What a checkpoint leaves mid-way: the WAL emptied, page 1's b-tree half rewritten.
+    let raw = rusqlite::Connection::open(&db).unwrap();
+    raw.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    drop(raw);
+    let wal = dir.path().join("d.db-wal");
+    assert!(std::fs::metadata(&wal).map_or(true, |m| m.len() == 0));
+    let mut file = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+    file.seek(SeekFrom::Start(100)).unwrap();
+    file.write_all(&[0xFF; 400]).unwrap();
+    drop(file);
+    let err = Sdk::open(cfg(&db)).unwrap_err();
+    assert!(matches!(err, SdkError::AlreadyOpen(_)), "{err:?}");
+    drop(first);
+    // With no instance holding it, the same bytes are what they look like: corrupt.
+    let err = Sdk::open(cfg(&db)).unwrap_err();
+    assert!(matches!(err, SdkError::StorageCorrupt(_)), "{err:?}");
+}
+
 #[tokio::test]
 async fn bad_requests_are_typed_errors_and_persist_nothing() {
     let dir = tempfile::tempdir().unwrap();
