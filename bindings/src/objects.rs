@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::cancel::{unless_cancelled, CancelSignal};
 use crate::error::Result;
 use crate::guard::{guard, guard_async};
 use crate::listener::{
@@ -67,14 +68,32 @@ impl SendOnceCore {
         })
     }
 
-    /// Waits until the transfer is settled (final, or handed to the user as NeedsAttention).
-    pub async fn wait_for_outcome(&self, local_id: String) -> Result<Transfer> {
-        guard_async(async { Ok(self.sdk.wait_for_outcome(&local_id).await?.into()) }).await
+    /// Waits until the transfer is settled (final, or handed to the user as NeedsAttention); `cancel`
+    /// ends the wait early with `Cancelled`.
+    #[uniffi::method(default(cancel = None))]
+    pub async fn wait_for_outcome(
+        &self,
+        local_id: String,
+        cancel: Option<Arc<CancelSignal>>,
+    ) -> Result<Transfer> {
+        guard_async(unless_cancelled(cancel, async {
+            Ok(self.sdk.wait_for_outcome(&local_id).await?.into())
+        }))
+        .await
     }
 
-    /// Resolves a NeedsAttention transfer now through the status look-up by key (never a new key).
-    pub async fn resolve(&self, local_id: String) -> Result<Transfer> {
-        guard_async(async { Ok(self.sdk.resolve(&local_id).await?.into()) }).await
+    /// Resolves a NeedsAttention transfer now through the status look-up by key (never a new key);
+    /// `cancel` drops the look-up (the transfer stays NeedsAttention).
+    #[uniffi::method(default(cancel = None))]
+    pub async fn resolve(
+        &self,
+        local_id: String,
+        cancel: Option<Arc<CancelSignal>>,
+    ) -> Result<Transfer> {
+        guard_async(unless_cancelled(cancel, async {
+            Ok(self.sdk.resolve(&local_id).await?.into())
+        }))
+        .await
     }
 
     /// Registers a listener told of every change; returns an id for `remove_listener`.

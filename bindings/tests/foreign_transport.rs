@@ -93,7 +93,7 @@ async fn train_mode_wraps_a_foreign_transport_like_the_built_in_one() {
     );
 
     core.set_network_profile(NetworkProfile::Off, 0).unwrap();
-    let summary = core.drain(Duration::from_secs(20)).await.unwrap();
+    let summary = core.drain(Duration::from_secs(20), None).await.unwrap();
     assert_eq!(summary.finished.len(), 1, "{summary:?}");
     assert_eq!(summary.finished[0].state, TransferState::Succeeded);
     assert_eq!(
