@@ -4,33 +4,18 @@
 use std::future::Future;
 use std::pin::pin;
 use std::task::Poll;
-use std::time::Duration;
+mod common;
 
 use sendonce_ffi::{NetworkProfile, SendOnceConfig, SendOnceCore, TransferRequest};
-
-fn config(db: String) -> SendOnceConfig {
-    SendOnceConfig {
-        base_url: "https://api.example.com".into(),
-        db_path: db,
-        access_token: None,
-        retry: None,
-        request_timeout: Some(Duration::from_secs(5)),
-        connect_timeout: Some(Duration::from_secs(5)),
-        network_profile: Some(NetworkProfile::Offline),
-        max_concurrent_sends: 4,
-        clock_speed: 1.0,
-        retention: None,
-        account_id: None,
-        token_timeout: None,
-        background_wake_window: Some(Duration::ZERO),
-        log_personal_data: false,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_confirm_dropped_half_way_still_lands_and_the_next_tap_gets_the_same_transfer() {
     let dir = tempfile::tempdir().unwrap();
-    let core = SendOnceCore::open(config(dir.path().join("d.db").display().to_string())).unwrap();
+    let core = SendOnceCore::open(SendOnceConfig {
+        network_profile: Some(NetworkProfile::Offline),
+        ..common::config(dir.path().join("d.db").display().to_string())
+    })
+    .unwrap();
     let composer = core.composer().unwrap();
     let request = TransferRequest {
         to_user_id: "u_bob".into(),

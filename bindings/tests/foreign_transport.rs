@@ -6,10 +6,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+
+use common::config;
 use sendonce_ffi::foreign::TransportFailure;
 use sendonce_ffi::{
-    HttpHeader, HttpRequest, HttpResponse, HttpTransport, NetworkProfile, SendOnceConfig,
-    SendOnceCore, TransferRequest, TransferState,
+    HttpHeader, HttpRequest, HttpResponse, HttpTransport, NetworkProfile, SendOnceCore,
+    TransferRequest, TransferState,
 };
 
 #[derive(Default)]
@@ -40,25 +43,6 @@ impl HttpTransport for Recorder {
             )
             .into_bytes(),
         })
-    }
-}
-
-fn config(db: String) -> SendOnceConfig {
-    SendOnceConfig {
-        base_url: "https://api.example.com".into(),
-        db_path: db,
-        access_token: None,
-        retry: None,
-        request_timeout: Some(Duration::from_secs(5)),
-        connect_timeout: Some(Duration::from_secs(5)),
-        network_profile: None,
-        max_concurrent_sends: 4,
-        clock_speed: 1.0,
-        retention: None,
-        account_id: None,
-        token_timeout: None,
-        background_wake_window: Some(Duration::ZERO),
-        log_personal_data: false,
     }
 }
 
