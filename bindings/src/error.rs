@@ -58,6 +58,10 @@ pub enum SendOnceError {
     /// The status look-up could not reach a verdict (network, server).
     #[error("status look-up failed: {detail}")]
     LookupFailed { detail: String },
+    /// The call was cancelled through its `CancelSignal` (Swift Task cancellation); nothing was undone:
+    /// a transfer it was waiting for goes on.
+    #[error("the call was cancelled")]
+    Cancelled,
     /// A bug inside the Rust core, caught before it could cross the FFI and crash the app.
     #[error("internal error: {detail}")]
     Internal { detail: String },

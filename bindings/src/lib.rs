@@ -7,6 +7,7 @@
 //! * [`probe`]: a StrictMode-like record of the thread of each store transaction and each send
 //! * [`settings`]: the open config, retry policy and train-mode settings
 //! * [`error`]: `SendOnceError`, one variant per `SdkError` (+ `Internal` for a caught panic)
+//! * [`cancel`]: `CancelSignal`, the Swift layer's way to drop a waiting call's future
 //! * [`listener`]: the foreign listener traits
 //! * [`lifecycle`]: the shared instance, `drain`, accounts; [`foreign`]: token provider and transport
 //! * [`events`]: the event listener; [`logs`]: the log sink
@@ -15,6 +16,7 @@
 
 uniffi::setup_scaffolding!();
 
+pub mod cancel;
 pub mod error;
 pub mod events;
 pub mod foreign;
@@ -28,6 +30,7 @@ pub mod settings;
 mod time;
 pub mod types;
 
+pub use cancel::CancelSignal;
 pub use error::SendOnceError;
 pub use events::{EventListener, SdkEvent};
 pub use foreign::{AccessTokenProvider, HttpHeader, HttpRequest, HttpResponse, HttpTransport};

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::cancel::{unless_cancelled, CancelSignal};
 use crate::error::Result;
 use crate::events::{EventListener, EventListenerAdapter};
 use crate::foreign::{AccessTokenProvider, HttpTransport, TokenProviderAdapter, TransportAdapter};
@@ -136,9 +137,18 @@ impl SendOnceCore {
     }
 
     /// Sends and resolves everything due within `deadline`, then says what is left. Returns by the
-    /// deadline even with a request out: nothing is lost, it goes on with the same key.
-    pub async fn drain(&self, deadline: Duration) -> Result<DrainSummary> {
-        guard_async(async { Ok(self.sdk.drain(deadline).await?.into()) }).await
+    /// deadline even with a request out: nothing is lost, it goes on with the same key. `cancel` ends it
+    /// early with `Cancelled` (an expiring background task).
+    #[uniffi::method(default(cancel = None))]
+    pub async fn drain(
+        &self,
+        deadline: Duration,
+        cancel: Option<Arc<CancelSignal>>,
+    ) -> Result<DrainSummary> {
+        guard_async(unless_cancelled(cancel, async {
+            Ok(self.sdk.drain(deadline).await?.into())
+        }))
+        .await
     }
 
     /// The app's lifecycle: in the background, network wake-ups are spread over the wake window.

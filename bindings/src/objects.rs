@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::error::Result;
+use crate::cancel::{unless_cancelled, CancelSignal};
+use crate::error::{Result, SendOnceError};
 use crate::guard::{guard, guard_async};
 use crate::listener::{
     ComposerListener, ComposerListenerAdapter, TransferListener, TransferListenerAdapter,
@@ -67,14 +68,32 @@ impl SendOnceCore {
         })
     }
 
-    /// Waits until the transfer is settled (final, or handed to the user as NeedsAttention).
-    pub async fn wait_for_outcome(&self, local_id: String) -> Result<Transfer> {
-        guard_async(async { Ok(self.sdk.wait_for_outcome(&local_id).await?.into()) }).await
+    /// Waits until the transfer is settled (final, or handed to the user as NeedsAttention); `cancel`
+    /// ends the wait early with `Cancelled`.
+    #[uniffi::method(default(cancel = None))]
+    pub async fn wait_for_outcome(
+        &self,
+        local_id: String,
+        cancel: Option<Arc<CancelSignal>>,
+    ) -> Result<Transfer> {
+        guard_async(unless_cancelled(cancel, async {
+            Ok(self.sdk.wait_for_outcome(&local_id).await?.into())
+        }))
+        .await
     }
 
-    /// Resolves a NeedsAttention transfer now through the status look-up by key (never a new key).
-    pub async fn resolve(&self, local_id: String) -> Result<Transfer> {
-        guard_async(async { Ok(self.sdk.resolve(&local_id).await?.into()) }).await
+    /// Resolves a NeedsAttention transfer now through the status look-up by key (never a new key);
+    /// `cancel` drops the look-up (the transfer stays NeedsAttention).
+    #[uniffi::method(default(cancel = None))]
+    pub async fn resolve(
+        &self,
+        local_id: String,
+        cancel: Option<Arc<CancelSignal>>,
+    ) -> Result<Transfer> {
+        guard_async(unless_cancelled(cancel, async {
+            Ok(self.sdk.resolve(&local_id).await?.into())
+        }))
+        .await
     }
 
     /// Registers a listener told of every change; returns an id for `remove_listener`.
@@ -121,20 +140,12 @@ impl SendOnceCore {
 
     /// A composer for one confirm screen.
     pub fn composer(&self) -> Result<Arc<ComposerCore>> {
-        guard(|| {
-            Ok(Arc::new(ComposerCore {
-                composer: self.sdk.composer()?,
-            }))
-        })
+        guard(|| Ok(ComposerCore::new(self.sdk.composer()?)))
     }
 
     /// A composer re-attached to a transfer confirmed earlier (after the app was killed).
     pub fn composer_for(&self, local_id: String) -> Result<Arc<ComposerCore>> {
-        guard(|| {
-            Ok(Arc::new(ComposerCore {
-                composer: self.sdk.composer_for(&local_id)?,
-            }))
-        })
+        guard(|| Ok(ComposerCore::new(self.sdk.composer_for(&local_id)?)))
     }
 
     /// The composer a confirm screen restored after process death shows: the transfer whose local id the
@@ -149,7 +160,7 @@ impl SendOnceCore {
                 },
                 None => self.newest_unfinished_composer()?,
             };
-            Ok(Arc::new(ComposerCore { composer }))
+            Ok(ComposerCore::new(composer))
         })
     }
 
@@ -177,15 +188,38 @@ impl SendOnceCore {
 /// One confirm screen's state machine: one transfer per intent, however often Send is tapped.
 #[derive(uniffi::Object)]
 pub struct ComposerCore {
-    composer: sendonce::Composer,
+    composer: Arc<sendonce::Composer>,
+}
+
+impl ComposerCore {
+    fn new(composer: sendonce::Composer) -> Arc<Self> {
+        Arc::new(Self {
+            composer: Arc::new(composer),
+        })
+    }
 }
 
 #[uniffi::export(async_runtime = "tokio")]
 impl ComposerCore {
     /// The user tapped Send: the first call mints the key and persists the transfer; every later call
     /// returns that same transfer until a definitive no (or `new_intent`).
+    ///
+    /// Runs to completion even when the caller goes away (Kotlin drops this future when the coroutine is
+    /// cancelled): dropped half way, the commit would still land on the store thread while the composer
+    /// forgot it, and the next tap would mint a second key (`tests/dropped_confirm.rs`).
     pub async fn confirm(&self, request: TransferRequest) -> Result<Transfer> {
-        guard_async(async { Ok(self.composer.confirm(request.into()).await?.into()) }).await
+        let composer = self.composer.clone();
+        guard_async(async move {
+            let tap = tokio::spawn(async move { composer.confirm(request.into()).await });
+            match tap.await {
+                Ok(answer) => Ok(answer?.into()),
+                Err(e) if e.is_panic() => Err(SendOnceError::from_panic(e.into_panic())),
+                Err(e) => Err(SendOnceError::Internal {
+                    detail: format!("the confirm task ended: {e}"),
+                }),
+            }
+        })
+        .await
     }
 
     /// What the screen shows now.

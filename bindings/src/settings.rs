@@ -1,8 +1,7 @@
 //! Mirrors of the SDK's settings: the open config, the retry policy and train mode (network simulator).
 //!
-//! Config and retry spans are `Duration`s (Kotlin `java.time.Duration`, Swift `TimeInterval`); the
-//! train-mode fault settings keep `i64` ms (a simulator's knobs). A negative ms value or a rate outside
-//! [0, 1] is refused with `InvalidConfig`.
+//! Every span is a `Duration` (Kotlin `java.time.Duration`, Swift `TimeInterval`; the generated code
+//! refuses a negative one before it reaches Rust). A rate outside [0, 1] is refused with `InvalidConfig`.
 
 use std::time::Duration;
 
@@ -11,17 +10,19 @@ use sendonce::Clock as _;
 use crate::error::{Result, SendOnceError};
 
 /// Fault settings of the network simulator (train mode). Rates are probabilities per request in [0, 1].
+/// Spans are `Duration`s (Kotlin `java.time.Duration`, Swift `TimeInterval`); `None` is the knob's
+/// default (no latency, no tunnels, a 15 s timeout), so a custom profile names only what it changes.
 #[derive(Debug, Clone, PartialEq, uniffi::Record)]
 pub struct NetsimSettings {
     /// Seed of every random choice (replaced by the seed given to `set_network_profile`).
     #[uniffi(default = 0)]
     pub seed: u64,
-    /// Mean one-way latency (ms).
-    #[uniffi(default = 0)]
-    pub latency_ms: i64,
-    /// Latency spread, uniform ± this (ms).
-    #[uniffi(default = 0)]
-    pub latency_jitter_ms: i64,
+    /// Mean one-way latency (default none).
+    #[uniffi(default = None)]
+    pub latency: Option<Duration>,
+    /// Latency spread, uniform ± this (default none).
+    #[uniffi(default = None)]
+    pub latency_jitter: Option<Duration>,
     /// The request never reaches the server; the client waits for its timeout.
     #[uniffi(default = 0.0)]
     pub drop_request_rate: f64,
@@ -34,20 +35,23 @@ pub struct NetsimSettings {
     /// The request hangs until the client's timeout without reaching the server.
     #[uniffi(default = 0.0)]
     pub timeout_rate: f64,
-    /// Mean time between the starts of two tunnels (ms); 0 for none.
-    #[uniffi(default = 0)]
-    pub tunnel_every_ms: i64,
-    /// Mean length of a tunnel (ms); with `tunnel_every_ms` 0, any value above 0 means always offline.
-    #[uniffi(default = 0)]
-    pub tunnel_length_ms: i64,
-    /// How long the simulated client waits before declaring a timeout (ms of the SDK clock).
-    #[uniffi(default = 15000)]
-    pub timeout_ms: i64,
+    /// Mean time between the starts of two tunnels (default none).
+    #[uniffi(default = None)]
+    pub tunnel_every: Option<Duration>,
+    /// Mean length of a tunnel; with no `tunnel_every`, any length above zero means always offline
+    /// (`Duration::MAX` / the largest span: forever).
+    #[uniffi(default = None)]
+    pub tunnel_length: Option<Duration>,
+    /// How long the simulated client waits before declaring a timeout, in SDK-clock time (default 15 s).
+    #[uniffi(default = None)]
+    pub timeout: Option<Duration>,
 }
 
-fn ms(name: &str, v: i64) -> Result<u64> {
-    u64::try_from(v)
-        .map_err(|_| SendOnceError::config(format!("{name} must not be negative, got {v}")))
+/// A span as the simulator's ms, saturating: `u64::MAX` ms is "forever" in the SDK.
+fn ms(span: Option<Duration>, default_ms: u64) -> u64 {
+    span.map_or(default_ms, |d| {
+        u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    })
 }
 
 fn rate(name: &str, v: f64) -> Result<f64> {
@@ -60,29 +64,23 @@ fn rate(name: &str, v: f64) -> Result<f64> {
     }
 }
 
-fn to_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
+/// The simulator's timeout when the settings name none.
+const DEFAULT_TIMEOUT_MS: u64 = 15_000;
 
 impl TryFrom<NetsimSettings> for sendonce::NetsimSettings {
     type Error = SendOnceError;
     fn try_from(s: NetsimSettings) -> Result<Self> {
         Ok(Self {
             seed: s.seed,
-            latency_ms: ms("latency_ms", s.latency_ms)?,
-            latency_jitter_ms: ms("latency_jitter_ms", s.latency_jitter_ms)?,
+            latency_ms: ms(s.latency, 0),
+            latency_jitter_ms: ms(s.latency_jitter, 0),
             drop_request_rate: rate("drop_request_rate", s.drop_request_rate)?,
             drop_response_rate: rate("drop_response_rate", s.drop_response_rate)?,
             duplicate_rate: rate("duplicate_rate", s.duplicate_rate)?,
             timeout_rate: rate("timeout_rate", s.timeout_rate)?,
-            tunnel_every_ms: ms("tunnel_every_ms", s.tunnel_every_ms)?,
-            // i64::MAX is "forever", as u64::MAX is in the SDK.
-            tunnel_length_ms: if s.tunnel_length_ms == i64::MAX {
-                u64::MAX
-            } else {
-                ms("tunnel_length_ms", s.tunnel_length_ms)?
-            },
-            timeout_ms: ms("timeout_ms", s.timeout_ms)?,
+            tunnel_every_ms: ms(s.tunnel_every, 0),
+            tunnel_length_ms: ms(s.tunnel_length, 0),
+            timeout_ms: ms(s.timeout, DEFAULT_TIMEOUT_MS),
         })
     }
 }
@@ -91,15 +89,15 @@ impl From<sendonce::NetsimSettings> for NetsimSettings {
     fn from(s: sendonce::NetsimSettings) -> Self {
         Self {
             seed: s.seed,
-            latency_ms: to_i64(s.latency_ms),
-            latency_jitter_ms: to_i64(s.latency_jitter_ms),
+            latency: Some(Duration::from_millis(s.latency_ms)),
+            latency_jitter: Some(Duration::from_millis(s.latency_jitter_ms)),
             drop_request_rate: s.drop_request_rate,
             drop_response_rate: s.drop_response_rate,
             duplicate_rate: s.duplicate_rate,
             timeout_rate: s.timeout_rate,
-            tunnel_every_ms: to_i64(s.tunnel_every_ms),
-            tunnel_length_ms: to_i64(s.tunnel_length_ms),
-            timeout_ms: to_i64(s.timeout_ms),
+            tunnel_every: Some(Duration::from_millis(s.tunnel_every_ms)),
+            tunnel_length: Some(Duration::from_millis(s.tunnel_length_ms)),
+            timeout: Some(Duration::from_millis(s.timeout_ms)),
         }
     }
 }

@@ -47,6 +47,8 @@ let package = Package(
             resources: [.copy("PrivacyInfo.xcprivacy")]
         ),
         .target(name: "SendOnceTestSupport", path: "Sources/SendOnceTestSupport"),
+        // A second process on one file for the Busy test (no product: apps never see it).
+        .executableTarget(name: "SendOnceHoldFile", dependencies: ["SendOnce"], path: "Sources/SendOnceHoldFile"),
         .testTarget(name: "SendOnceTests", dependencies: ["SendOnce", "SendOnceTestSupport"], path: "Tests/SendOnceTests"),
     ],
     swiftLanguageModes: [.v6]

@@ -6,10 +6,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+
+use common::config;
 use sendonce_ffi::foreign::TransportFailure;
 use sendonce_ffi::{
-    HttpHeader, HttpRequest, HttpResponse, HttpTransport, NetworkProfile, SendOnceConfig,
-    SendOnceCore, TransferRequest, TransferState,
+    HttpHeader, HttpRequest, HttpResponse, HttpTransport, NetworkProfile, SendOnceCore,
+    TransferRequest, TransferState,
 };
 
 #[derive(Default)]
@@ -40,25 +43,6 @@ impl HttpTransport for Recorder {
             )
             .into_bytes(),
         })
-    }
-}
-
-fn config(db: String) -> SendOnceConfig {
-    SendOnceConfig {
-        base_url: "https://api.example.com".into(),
-        db_path: db,
-        access_token: None,
-        retry: None,
-        request_timeout: Some(Duration::from_secs(5)),
-        connect_timeout: Some(Duration::from_secs(5)),
-        network_profile: None,
-        max_concurrent_sends: 4,
-        clock_speed: 1.0,
-        retention: None,
-        account_id: None,
-        token_timeout: None,
-        background_wake_window: Some(Duration::ZERO),
-        log_personal_data: false,
     }
 }
 
@@ -93,7 +77,7 @@ async fn train_mode_wraps_a_foreign_transport_like_the_built_in_one() {
     );
 
     core.set_network_profile(NetworkProfile::Off, 0).unwrap();
-    let summary = core.drain(Duration::from_secs(20)).await.unwrap();
+    let summary = core.drain(Duration::from_secs(20), None).await.unwrap();
     assert_eq!(summary.finished.len(), 1, "{summary:?}");
     assert_eq!(summary.finished[0].state, TransferState::Succeeded);
     assert_eq!(

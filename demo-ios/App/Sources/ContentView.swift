@@ -40,7 +40,7 @@ struct ContentView: View {
         Section {
             Text(ui.balanceText).font(.title2)
             Text(ui.accountText).font(.footnote).foregroundStyle(.secondary)
-            Text(ui.networkAvailable ? "Network: available" : "Network: none").font(.footnote).foregroundStyle(.secondary)
+            Text(ui.networkAvailable ? LocalizedStringKey("Network: available") : LocalizedStringKey("Network: none")).font(.footnote).foregroundStyle(.secondary)
             Button("Refresh balance") { vm.onRefreshBalanceTapped() }
         }
     }

@@ -37,7 +37,7 @@ public final class Composer: Sendable {
     public func confirm(_ request: TransferRequest) async throws -> Transfer {
         let core = try live()
         defer { refresh() }
-        return try await cancellable { try await core.confirm(request: request) }
+        return try await cancellable { _ in try await core.confirm(request: request) }
     }
 
     /// Shorthand of `confirm(_:)` with the request's fields (`amountMinor` in minor units of `currency`).

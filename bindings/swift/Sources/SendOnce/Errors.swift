@@ -26,6 +26,7 @@ extension SendOnceError: LocalizedError {
         case .TransferUnfinished: "transfer_unfinished"
         case .Closed: "closed"
         case .LookupFailed: "lookup_failed"
+        case .Cancelled: "cancelled"
         case .Internal: "internal"
         }
         return "sendonce.error.\(name)"

@@ -41,10 +41,14 @@ func offCallerThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
 }
 
 /// Runs `operation` and returns its result, or throws `CancellationError` as soon as the calling task is
-/// cancelled. The Rust call itself cannot be interrupted: it finishes in the background (a wait for an
-/// outcome ends at the latest when the SDK closes) and its result is dropped.
-func cancellable<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+/// cancelled. uniffi's Swift glue polls a Rust future to completion whatever happens to the Task, so the
+/// Rust call is told through the `CancelSignal` handed to `operation`: a call that passes it on (the waits:
+/// `outcome(of:)`, `resolve`, `drain`) has its Rust future dropped at once; one that ignores it (the
+/// commits: `sendTransfer`, `confirm`, bounded by one store transaction) finishes in the background and its
+/// result is dropped.
+func cancellable<T: Sendable>(_ operation: @escaping @Sendable (CancelSignal) async throws -> T) async throws -> T {
     let pending = Locked<CheckedContinuation<T, Error>?>(nil)
+    let signal = CancelSignal()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
             pending.withLock { $0 = continuation }
@@ -55,11 +59,12 @@ func cancellable<T: Sendable>(_ operation: @escaping @Sendable () async throws -
             }
             Task {
                 let result: Result<T, Error>
-                do { result = .success(try await operation()) } catch { result = .failure(error) }
+                do { result = .success(try await operation(signal)) } catch { result = .failure(error) }
                 pending.take()?.resume(with: result)
             }
         }
     } onCancel: {
+        signal.cancel()
         pending.take()?.resume(throwing: CancellationError())
     }
 }

@@ -132,7 +132,7 @@ public final class SendOnce: Sendable {
     /// The user confirmed: mints the key, commits the transfer durably and returns it; sending starts at once.
     public func sendTransfer(_ request: TransferRequest) async throws -> Transfer {
         let core = try live()
-        return try await cancellable { try await core.sendTransfer(request: request) }
+        return try await cancellable { _ in try await core.sendTransfer(request: request) }
     }
 
     /// Shorthand of `sendTransfer(_:)` with the request's fields (`amountMinor` in minor units of `currency`).
@@ -161,13 +161,13 @@ public final class SendOnce: Sendable {
     /// `CancellationError` as soon as the calling task is cancelled.
     public func outcome(of localId: String) async throws -> Transfer {
         let core = try live()
-        return try await cancellable { try await core.waitForOutcome(localId: localId) }
+        return try await cancellable { try await core.waitForOutcome(localId: localId, cancel: $0) }
     }
 
     /// Resolves a NeedsAttention transfer now through the status look-up by key (never a new key).
     public func resolve(_ localId: String) async throws -> Transfer {
         let core = try live()
-        return try await cancellable { try await core.resolve(localId: localId) }
+        return try await cancellable { try await core.resolve(localId: localId, cancel: $0) }
     }
 
     /// The list of transfers (newest first): the current one at once, then after every change, built from
@@ -238,7 +238,7 @@ public final class SendOnce: Sendable {
     /// deadline even with a request out; nothing is lost, it goes on with the same key.
     public func drain(deadline: TimeInterval) async throws -> DrainSummary {
         let core = try live()
-        let summary = try await cancellable { try await core.drain(deadline: deadline) }
+        let summary = try await cancellable { try await core.drain(deadline: deadline, cancel: $0) }
         try await reload()
         return summary
     }

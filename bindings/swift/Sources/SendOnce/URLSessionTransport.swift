@@ -13,7 +13,8 @@ import FoundationNetworking
 ///
 /// Redirects are refused (a followed 3xx would send the body elsewhere) and nothing is cached; the SDK's
 /// schedule owns every retry, with the same key and bytes. `challenge` answers server-trust challenges
-/// (certificate pinning); without it the system's default handling applies.
+/// (certificate pinning); without it the system's default handling applies. Its failures reach the SDK typed:
+/// no network or no DNS as `Offline`, `URLError.timedOut` as `Timeout`, the rest as `Connection`.
 public final class URLSessionTransport: HttpTransport, @unchecked Sendable {
     private let session: URLSession
 
@@ -31,7 +32,35 @@ public final class URLSessionTransport: HttpTransport, @unchecked Sendable {
         session.invalidateAndCancel()
     }
 
+    /// Sends once; every failure is thrown as a `TransportFailure` (see `failure(_:)`), so the SDK records
+    /// "offline" / "timed out" / "connection error" as it does for its built-in transport.
     public func send(request: HttpRequest) async throws -> HttpResponse {
+        do {
+            return try await exchange(request)
+        } catch {
+            throw Self.failure(error)
+        }
+    }
+
+    /// What the SDK is told for a URLSession error (anything else is a connection error with its text).
+    static func failure(_ error: Error) -> TransportFailure {
+        if let failure = error as? TransportFailure { return failure }
+        let ns = error as NSError
+        guard let code = (error as? URLError)?.code ?? (ns.domain == NSURLErrorDomain ? URLError.Code(rawValue: ns.code) : nil) else {
+            return .Connection(detail: String(describing: error))
+        }
+        switch code {
+        case .notConnectedToInternet, .dataNotAllowed, .internationalRoamingOff, .callIsActive,
+             .cannotFindHost, .dnsLookupFailed:
+            return .Offline
+        case .timedOut:
+            return .Timeout
+        default:
+            return .Connection(detail: "URLError \(code.rawValue): \(ns.localizedDescription)")
+        }
+    }
+
+    private func exchange(_ request: HttpRequest) async throws -> HttpResponse {
         guard let url = URL(string: request.url) else { throw URLError(.badURL) }
         var r = URLRequest(url: url)
         r.httpMethod = request.method

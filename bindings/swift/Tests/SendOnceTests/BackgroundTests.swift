@@ -29,6 +29,48 @@ final class BackgroundTests: ServerTestCase {
         next.close()
     }
 
+    /// The helper executable `SendOnceHoldFile` (built with the tests), or `SENDONCE_HOLD_FILE`.
+    func holdFileBinary() throws -> URL {
+        if let path = ProcessInfo.processInfo.environment["SENDONCE_HOLD_FILE"] { return URL(fileURLWithPath: path) }
+        // Linux: the test binary sits in the build directory; macOS: inside Tests.xctest/Contents/MacOS.
+        var dir = Bundle(for: Self.self).bundleURL
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent("SendOnceHoldFile")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            dir.deleteLastPathComponent()
+        }
+        throw TestError("no SendOnceHoldFile executable near \(Bundle(for: Self.self).bundleURL.path)")
+    }
+
+    func testAnotherProcessOnTheFileIsBusyAndARetryOnceItIsGoneSucceeds() async throws {
+        let db = server.dbPath("held")
+        let child = Process()
+        child.executableURL = try holdFileBinary()
+        child.arguments = [db]
+        let stdin = Pipe(), stdout = Pipe()
+        child.standardInput = stdin
+        child.standardOutput = stdout
+        try child.run()
+        defer { if child.isRunning { child.terminate() } }
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        XCTAssertEqual(String(decoding: line, as: UTF8.self), "holding\n")
+        let config = SendOnceConfig(baseUrl: "http://127.0.0.1:9", dbPath: db)
+        // Busy, not AlreadyOpen or a storage error: the one a worker turns into "retry later".
+        await assertThrows({ if case .Busy = $0 { return true }; return false }, "another process holds the file") {
+            try await SendOnce.shared(config)
+        }
+        try stdin.fileHandleForWriting.close()
+        child.waitUntilExit()
+        XCTAssertEqual(child.terminationStatus, 0)
+        let sdk = try await SendOnce.shared(config)
+        sdk.close()
+    }
+
     func testConfirmedOfflineBackgroundedThenDrainedSucceeds() async throws {
         let alice = try await server.createUser("alice", balanceMinor: 1_000_000)
         let bob = try await server.createUser("bob")
@@ -51,7 +93,7 @@ final class BackgroundTests: ServerTestCase {
     func testADeadlineShorterThanTheRequestReturnsAndKeepsTheKey() async throws {
         let alice = try await server.createUser("alice", balanceMinor: 1_000_000)
         let bob = try await server.createUser("bob")
-        let slow = NetworkProfile.custom(settings: NetsimSettings(latencyMs: 1500))
+        let slow = NetworkProfile.custom(settings: NetsimSettings(latency: 1.5))
         let sdk = try await SendOnce.shared(config(alice, profile: slow))
         defer { sdk.close() }
         try await sdk.setNetworkAvailable(false)

@@ -104,6 +104,33 @@ final class IdiomTests: ServerTestCase {
         }
     }
 
+    /// Swift Task cancellation does not reach a Rust future (uniffi polls it to the end), so the layer passes
+    /// a `CancelSignal`: cancelling it ends the Rust wait itself, with `Cancelled`. Without the signal this
+    /// offline wait would last until shutdown.
+    func testACancelSignalEndsTheRustWait() async throws {
+        let (alice, bob) = try await users(balance: 1_000)
+        let core = try SendOnceCore.open(config: config(alice, profile: .offline))
+        defer { try? core.shutdown() }
+        let sent = try await core.sendTransfer(request: TransferRequest(toUserId: bob.id, amountMinor: 10, currency: "BDT"))
+        let signal = CancelSignal()
+        let waiting = Task { try await core.waitForOutcome(localId: sent.localId, cancel: signal) }
+        signal.cancel()
+        do {
+            _ = try await waiting.value
+            XCTFail("an offline transfer has no outcome")
+        } catch SendOnceError.Cancelled {
+        }
+        XCTAssertTrue(signal.isCancelled())
+        let drained = Task { try await core.drain(deadline: 30, cancel: signal) }
+        do {
+            _ = try await drained.value
+            XCTFail("a drain with a cancelled signal does not run")
+        } catch SendOnceError.Cancelled {
+        }
+        let unfinished = try core.unfinishedTransfers()
+        XCTAssertEqual(unfinished.map(\.localId), [sent.localId], "cancelling a wait undoes nothing")
+    }
+
     func testStreamsFinishWhenTheSdkCloses() async throws {
         let (alice, bob) = try await users(balance: 1_000)
         let sdk = try await SendOnce.open(config(alice, profile: .offline))
@@ -194,6 +221,11 @@ final class IdiomTests: ServerTestCase {
             XCTAssertGreaterThanOrEqual(done.updatedAt, done.createdAt)
         }
         XCTAssertEqual(defaultRetryPolicy().giveUpAfter, 86_400)
+        // Train mode's knobs are TimeIntervals too; an unnamed one is the simulator's default.
+        let custom = networkProfileSettings(profile: .custom(settings: NetsimSettings(latency: 0.4)), seed: 3)
+        XCTAssertEqual(custom?.latency, 0.4)
+        XCTAssertEqual(custom?.tunnelEvery, 0)
+        XCTAssertEqual(custom?.timeout, 15)
         var pages: [[Transfer]] = []
         var after: String?
         repeat {

@@ -55,7 +55,7 @@ final class SendOnceTests: ServerTestCase {
     func testComposerDoubleConfirmReturnsSameTransferAndSendStaysDisabledUntilDone() async throws {
         let (alice, bob) = try await pair()
         // Latency keeps the first attempt in flight while the user taps again.
-        let slow = NetworkProfile.custom(settings: NetsimSettings(latencyMs: 400))
+        let slow = NetworkProfile.custom(settings: NetsimSettings(latency: 0.4))
         let sdk = try await SendOnce.open(config(alice, profile: slow))
         defer { sdk.close() }
         let composer = try await sdk.composer()

@@ -13,30 +13,10 @@ import SendOnce
 /// the background, where a BGProcessingTask (`DemoBackground.drain`) finishes what is left.
 @MainActor
 public final class DemoViewModel {
-    /// What the user typed and chose; everything else on screen comes from the SDK.
-    private struct Model {
-        var loading = true
-        var setupError: String?
-        var serverUrl: String
-        var serverUrlField: String
-        var settingsError: String?
-        var step: Screen = .form
-        var recipient = ""
-        var amount = ""
-        var showValidation = false
-        var pending: TransferRequest?
-        var errorText: String?
-        var notice: String?
-        var wallet: Wallet?
-        var balanceError: String?
-        var trainMode: TrainMode = .off
-        var networkAvailable = true
-    }
-
-    public static let resumedNotice =
-        "Resumed a transfer confirmed before the app was closed: same key, it is never sent twice."
-    public static let replayedNote =
-        "The first answer was lost on the way; the server replayed it. The money moved once."
+    /// The notice after re-attaching to a transfer confirmed before the process died.
+    nonisolated public static var resumedNotice: String { Texts.text("demo.notice.resumed") }
+    /// The receipt's note when the server replayed its stored answer.
+    nonisolated public static var replayedNote: String { Texts.text("demo.note.replayed") }
 
     /// The screen now.
     public private(set) var state: DemoUiState {
@@ -52,7 +32,7 @@ public final class DemoViewModel {
     private let options: DemoOptions
     private let store: AccountStore
     private let walletClient = WalletClient()
-    private var model: Model { didSet { render() } }
+    private var model: DemoModel { didSet { render() } }
     private var session: Session?
     private var composerState: ComposerState = .editing
     private var transfers: [Transfer] = []
@@ -73,7 +53,7 @@ public final class DemoViewModel {
         self.memory = memory ?? InMemoryScreenMemory()
         self.options = options
         store = AccountStore(file: directory.appendingPathComponent(DemoBackground.accountFile))
-        model = Model(serverUrl: options.defaultServerUrl, serverUrlField: options.defaultServerUrl)
+        model = DemoModel(serverUrl: options.defaultServerUrl, serverUrlField: options.defaultServerUrl)
         state = DemoUiState()
         render()
         Task {
@@ -244,7 +224,7 @@ public final class DemoViewModel {
         guard let parsed = URLComponents(string: url), ["http", "https"].contains(parsed.scheme ?? ""),
               !(parsed.host ?? "").isEmpty
         else {
-            model.settingsError = "Enter a URL like \(DemoOptions.defaultServerUrl)"
+            model.settingsError = Texts.text("demo.settings.url", DemoOptions.defaultServerUrl)
             return
         }
         var m = model
@@ -315,7 +295,7 @@ public final class DemoViewModel {
         if pendingTaps == 0 { body() } else { inOrder { body() } }
     }
 
-    private func currency(_ m: Model) -> String {
+    private func currency(_ m: DemoModel) -> String {
         if let c = m.wallet?.currency, !c.isEmpty { return c }
         return options.currency
     }
@@ -358,7 +338,7 @@ public final class DemoViewModel {
         model = m
         let opened: Session
         do {
-            opened = try await Self.openSession(
+            opened = try await Session.open(
                 url: url, directory: databaseDirectory, store: store, wallet: walletClient, options: options,
                 trainMode: model.trainMode, networkAvailable: model.networkAvailable, savedTransferId: memory.transferId
             )
@@ -380,36 +360,6 @@ public final class DemoViewModel {
         if case .editing = composerState {} else { m.notice = Self.resumedNotice }
         model = m
         await refreshBalance()
-    }
-
-    /// Signs up on first start and opens the SDK; every disk access runs off the MainActor (the account
-    /// store is an actor, the SDK's calls are async, the directory is prepared on a detached task).
-    private static func openSession(
-        url: String, directory: URL, store: AccountStore, wallet: WalletClient, options: DemoOptions,
-        trainMode: TrainMode, networkAvailable: Bool, savedTransferId: String?
-    ) async throws -> Session {
-        let account: DemoAccount
-        if let saved = await store.account(serverUrl: url) {
-            account = saved
-        } else {
-            account = try await wallet.signUp(serverUrl: url, balanceMinor: options.startingBalanceMinor, currency: options.currency)
-            await store.save(account)
-        }
-        let openedAt = options.nowMs()
-        let sdk = try await DemoBackground.sharedSdk(databaseDirectory: directory, account: account, options: options)
-        do {
-            // The shared instance may have run in the background since the last screen: set it as this one wants.
-            try sdk.setInForeground(true)
-            try await sdk.setNetworkProfile(trainMode.profile, seed: options.trainSeed ?? UInt64.random(in: 0 ... .max))
-            try await sdk.setNetworkAvailable(networkAvailable)
-            // After a kill: the SDK re-attaches the screen to the transfer it showed (a receipt included),
-            // else to the newest unfinished one.
-            let composer = try await sdk.restoreComposer(savedLocalId: savedTransferId)
-            return Session(account: account, sdk: sdk, composer: composer, openedAtWallMs: openedAt)
-        } catch {
-            sdk.close()
-            throw error
-        }
     }
 
     /// Follows the composer's states and the SDK's list of transfers (both AsyncStreams of the bindings).
@@ -462,78 +412,16 @@ public final class DemoViewModel {
             let wallet = try await walletClient.wallet(serverUrl: s.account.serverUrl, token: s.account.token)
             if session === s { model.wallet = wallet; model.balanceError = nil }
         } catch {
-            if session === s { model.balanceError = "can't reach the server" }
+            if session === s { model.balanceError = Texts.text("demo.balance.unreachable") }
         }
     }
 
-    /// The screen from the model, the composer and the SDK's list.
+    /// The screen from the model, the composer and the SDK's list (`ScreenRendering.swift`).
     private func render() {
-        let m = model
-        let cs = composerState
-        var ui = DemoUiState()
-        let screen: Screen
-        switch cs {
-        case .editing: screen = m.step
-        case .submitting, .waiting: screen = .progress
-        case .done: screen = .receipt
-        case .rejected: screen = .rejected
-        case .needsAttention: screen = .needsAttention
-        }
-        let validation = Texts.validation(recipient: m.recipient, amount: m.amount)
-        ui.loading = m.loading
-        ui.setupError = m.setupError
-        if let w = m.wallet {
-            ui.balanceText = "Balance: \(Texts.money(w.balanceMinor, w.currency))"
-        } else if let e = m.balanceError {
-            ui.balanceText = "Balance unavailable — \(e)"
-        }
-        ui.balanceMinor = m.wallet?.balanceMinor
-        ui.accountText = session.map { "You: \($0.account.userId)" } ?? ""
-        ui.accountUserId = session?.account.userId
-        ui.screen = screen
-        ui.recipient = m.recipient
-        ui.amount = m.amount
-        ui.validationText = (m.showValidation || !m.amount.isEmpty) ? validation : nil
-        ui.reviewEnabled = validation == nil && session != nil
-        if let p = m.pending, screen == .confirm || screen == .rejected {
-            ui.confirmText = "Send \(Texts.money(p.amountMinor, p.currency)) to \(p.toUserId)?"
-        }
-        ui.transferTitle = cs.currentTransfer.map(Texts.title)
-        // The composer's decision, read off the same state value the screen shows.
-        ui.sendEnabled = session != nil && cs.sendEnabled
-        switch cs {
-        case .submitting:
-            ui.showSpinner = true
-            ui.statusLine = "Sending…"
-        case let .waiting(transfer, needsAuth):
-            ui.showSpinner = true
-            ui.statusLine = Texts.waitingLine(transfer, needsAuth: needsAuth, sdkNowMs: sdkNow(), clockSpeed: options.clockSpeed)
-        case let .done(r):
-            ui.receipt = Receipt(
-                title: "Sent \(Texts.title(r))", serverTransferId: r.serverTransferId ?? "", idempotencyKey: r.idempotencyKey,
-                attempts: Int(r.attempts), replayNote: r.replayed ? Self.replayedNote : nil
-            )
-        default:
-            break
-        }
-        switch cs {
-        case let .rejected(reason, transfer): ui.errorText = m.errorText ?? Texts.rejectionText(reason, transfer)
-        case .needsAttention: ui.errorText = m.errorText ?? Texts.needsAttention
-        default: ui.errorText = m.errorText
-        }
-        ui.notice = m.notice
-        ui.transfers = transfers.prefix(options.recentLimit).map {
-            TransferRow(
-                localId: $0.localId, title: Texts.title($0), stateLabel: Texts.stateLabel($0),
-                serverTransferId: $0.serverTransferId, idempotencyKey: $0.idempotencyKey, settled: $0.state.isSettled
-            )
-        }
-        ui.trainMode = m.trainMode
-        ui.networkAvailable = m.networkAvailable
-        ui.serverUrl = m.serverUrl
-        ui.serverUrlField = m.serverUrlField
-        ui.settingsError = m.settingsError
-        state = ui
+        state = DemoUiState.render(
+            model, composerState: composerState, transfers: transfers, account: session?.account, options: options,
+            sdkNowMs: sdkNow()
+        )
     }
 
     /// Now on the SDK's clock (which runs `clockSpeed` times faster than the wall clock).

@@ -9,7 +9,7 @@ public struct DemoUiState: Equatable, Sendable {
     public var setupError: String?
 
     /// "Balance: 10,000.00 BDT", "Balance: …" while loading, or why it is unavailable.
-    public var balanceText = "Balance: …"
+    public var balanceText = Texts.text("demo.balance.loading")
     public var balanceMinor: Int64?
     /// "You: usr_…" — the demo account on this server.
     public var accountText = ""
@@ -103,23 +103,11 @@ public enum TrainMode: String, CaseIterable, Sendable, Identifiable {
 
     public var id: String { rawValue }
 
-    public var label: String {
-        switch self {
-        case .off: return "Off"
-        case .train: return "Train"
-        case .offline: return "Offline"
-        case .lbReplay: return "LB replay"
-        }
-    }
+    /// The chip's label in the demo's locale (`demo.train.<case>`).
+    public var label: String { Texts.text("demo.train.\(rawValue)") }
 
-    public var description: String {
-        switch self {
-        case .off: return "The real network, untouched."
-        case .train: return "Tunnels, lost answers, seconds of latency, replays."
-        case .offline: return "No network at all: transfers wait and retry."
-        case .lbReplay: return "A load balancer that delivers requests twice."
-        }
-    }
+    /// One line on what the profile does.
+    public var description: String { Texts.text("demo.train.\(rawValue).description") }
 
     public var profile: NetworkProfile {
         switch self {

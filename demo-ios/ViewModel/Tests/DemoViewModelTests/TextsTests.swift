@@ -99,12 +99,51 @@ final class TextsTests: XCTestCase {
         )
     }
 
+    func testTheDemosOwnTextsComeFromTheLocalesResourcesMoneyInTheLocale() {
+        Texts.locale = Locale(identifier: "de_DE")
+        defer { Texts.locale = Locale(identifier: "en_US") }
+        XCTAssertEqual(Texts.title(transfer(.succeeded)), "12,50 BDT an usr_bob")
+        XCTAssertEqual(Texts.stateLabel(transfer(.succeeded)), "Gesendet")
+        XCTAssertEqual(Texts.stateLabel(transfer(.pending)), "In der Warteschlange")
+        XCTAssertEqual(Texts.waitingLine(transfer(.retrying, attempts: 2, nextAt: 3_000), needsAuth: false, sdkNowMs: 0), "Warte auf Netz — Versuch 2, nächster in 3 s")
+        XCTAssertEqual(Texts.validation(recipient: "usr_bob", amount: ""), "Geben Sie einen Betrag ein")
+        XCTAssertEqual(TrainMode.offline.description, "Gar kein Netz: Überweisungen warten und werden erneut versucht.")
+        // No German text: the English one, never the key.
+        XCTAssertEqual(Texts.stateLabel(transfer(.needsAttention)), "Needs attention")
+        Texts.locale = Locale(identifier: "en_US")
+        XCTAssertEqual(TrainMode.lbReplay.label, "LB replay")
+        XCTAssertEqual(Texts.title(transfer(.succeeded)), "12.50 BDT to usr_bob")
+    }
+
+    /// Every `demo.*` key the view model's sources name has an English text (a missing one would show the key).
+    func testEveryDemoKeyTheViewModelUsesHasAnEnglishText() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Sources/DemoViewModel").standardizedFileURL
+        let files = try FileManager.default.contentsOfDirectory(at: sources, includingPropertiesForKeys: nil)
+            .filter { $0.pathExtension == "swift" }
+        var used = Set<String>()
+        let pattern = try NSRegularExpression(pattern: "\"(demo\\.[a-z_.]+[a-z_])\"")
+        for file in files {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for m in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                used.insert(String(text[Range(m.range(at: 1), in: text)!]))
+            }
+        }
+        XCTAssertGreaterThan(used.count, 30, "\(used)")
+        let missing = used.filter { Texts.text($0) == $0 }.sorted()
+        XCTAssertEqual(missing, [], "keys without a text")
+        for mode in TrainMode.allCases {
+            XCTAssertNotEqual(mode.label, "demo.train.\(mode.rawValue)")
+            XCTAssertNotEqual(mode.description, "demo.train.\(mode.rawValue).description")
+        }
+    }
+
     func testTheTextsOfTheSdksKeysComeFromTheLocalesResources() {
         let poor = Rejection(reason: .insufficientFunds, code: "insufficient_funds", detail: "", httpStatus: 402)
         Texts.locale = Locale(identifier: "de_DE")
         defer { Texts.locale = Locale(identifier: "en_US") }
         XCTAssertEqual(Texts.rejectionText(poor, transfer(.rejected)), "Nicht genug Geld: Ihr Guthaben ist kleiner als 12,50 BDT. Nichts wurde gesendet.")
-        XCTAssertEqual(Texts.stateLabel(transfer(.rejected, rejection: poor)), "Declined — nicht genug Geld")
+        XCTAssertEqual(Texts.stateLabel(transfer(.rejected, rejection: poor)), "Abgelehnt — nicht genug Geld")
         // A key without a German text falls back to the English one.
         XCTAssertEqual(Texts.errorText(SendOnceError.TransferUnfinished, currency: "BDT"), "The previous transfer is still on its way.")
         Texts.locale = Locale(identifier: "en_US")

@@ -25,6 +25,7 @@ val SendOnceException.messageKey: String
         is SendOnceException.TransferUnfinished -> "transfer_unfinished"
         is SendOnceException.Closed -> "closed"
         is SendOnceException.LookupFailed -> "lookup_failed"
+        is SendOnceException.Cancelled -> "cancelled"
         is SendOnceException.Internal -> "internal"
     }
 

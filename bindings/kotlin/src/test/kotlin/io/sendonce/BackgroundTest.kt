@@ -91,8 +91,9 @@ class BackgroundTest : ServerTest() {
         val alice = server.createUser("alice", 1_000_000)
         val bob = server.createUser("bob")
         val slow = NetworkProfile.Custom(
-            NetsimSettings(seed = 1u, latencyMs = 1_500, latencyJitterMs = 0, dropRequestRate = 0.0, dropResponseRate = 0.0,
-                duplicateRate = 0.0, timeoutRate = 0.0, tunnelEveryMs = 0, tunnelLengthMs = 0, timeoutMs = 15_000),
+            NetsimSettings(seed = 1u, latency = Duration.ofMillis(1_500), latencyJitter = Duration.ZERO, dropRequestRate = 0.0,
+                dropResponseRate = 0.0, duplicateRate = 0.0, timeoutRate = 0.0, tunnelEvery = Duration.ZERO,
+                tunnelLength = Duration.ZERO, timeout = Duration.ofSeconds(15)),
         )
         SendOnce.shared(config(alice).copy(networkProfile = slow)).use { sdk ->
             sdk.setNetworkAvailable(false)

@@ -149,6 +149,11 @@ class IdiomTest : ServerTest() {
             assertNotNull(t.lastAttemptAt)
         }
         assertEquals(Duration.ofDays(1), defaultRetryPolicy().giveUpAfter)
+        // Train mode's knobs are Durations too; an unnamed one is the simulator's default.
+        val custom = networkProfileSettings(NetworkProfile.Custom(NetsimSettings(latency = Duration.ofMillis(400))), 3u)!!
+        assertEquals(Duration.ofMillis(400), custom.latency)
+        assertEquals(Duration.ZERO, custom.tunnelEvery)
+        assertEquals(Duration.ofSeconds(15), custom.timeout)
         // `val`s only: no setter on any generated record.
         for (record in listOf(Transfer::class.java, TransferRequest::class.java, Rejection::class.java, SendOnceConfig::class.java, RetryPolicy::class.java)) {
             assertTrue(record.methods.none { it.name.startsWith("set") }, "${record.simpleName} has a setter")

@@ -9,11 +9,15 @@ import okhttp3.mockwebserver.Dispatcher
 import okhttp3.mockwebserver.MockResponse
 import okhttp3.mockwebserver.MockWebServer
 import okhttp3.mockwebserver.RecordedRequest
+import okhttp3.mockwebserver.SocketPolicy
 import okhttp3.tls.HandshakeCertificates
 import okhttp3.tls.HeldCertificate
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
+import java.time.Duration
+import java.util.Collections
+import java.util.concurrent.TimeUnit
 
 /** The SDK's requests through the app's OkHttp client: against server-mock, and its certificate pinner on TLS. */
 class OkHttpTransportTest : ServerTest() {
@@ -27,6 +31,41 @@ class OkHttpTransportTest : ServerTest() {
             assertEquals(TransferState.SUCCEEDED, withTimeout(30_000) { sdk.awaitOutcome(t.localId) }.state)
             assertEquals(1, server.debits(t.idempotencyKey).size)
         }
+    }
+
+    /** The first attempt's error as the SDK recorded it, through [client] to [baseUrl]. */
+    private suspend fun firstError(baseUrl: String, client: OkHttpClient): String? {
+        // The SDK's own bound far above the client's timeout, so the error is OkHttp's; one attempt only.
+        val config = SendOnceConfig(
+            baseUrl = baseUrl, dbPath = server.dbPath(), accessToken = AccessToken("tok"), requestTimeout = Duration.ofSeconds(60),
+            retry = defaultRetryPolicy().copy(base = Duration.ofSeconds(30), jitter = false),
+        )
+        val errors = Collections.synchronizedList(mutableListOf<String>())
+        SendOnce.open(config, null, OkHttpTransport(client)).use { sdk ->
+            sdk.addEventListener { e -> if (e is SdkEvent.AttemptAnswered && e.status == null) e.error?.let { errors += it } }.use {
+                sdk.sendTransfer("usr_x", 100, "BDT")
+                withTimeout(20_000) { while (errors.isEmpty()) delay(10) }
+            }
+        }
+        return errors.first()
+    }
+
+    @Test
+    fun `OkHttp's failures reach the SDK typed - a timeout is timed out, a refusal a connection error`() = runBlocking {
+        val silent = MockWebServer().apply {
+            enqueue(MockResponse().setSocketPolicy(SocketPolicy.NO_RESPONSE))
+            start()
+        }
+        try {
+            val client = OkHttpClient.Builder().readTimeout(300, TimeUnit.MILLISECONDS).build()
+            // Untyped, it would arrive as "connection error: SocketTimeoutException: ...".
+            assertEquals("timed out", firstError("http://127.0.0.1:${silent.port}", client))
+        } finally {
+            silent.shutdown()
+        }
+        val free = MockWebServer().apply { start() }.also { it.shutdown() }.port
+        val refused = firstError("http://127.0.0.1:$free", OkHttpClient())
+        assertTrue(refused!!.startsWith("connection error: ConnectException"), refused)
     }
 
     @Test

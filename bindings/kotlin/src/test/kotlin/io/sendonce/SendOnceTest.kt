@@ -80,7 +80,7 @@ class SendOnceTest : ServerTest() {
     fun `composer double confirm returns the same transfer and Send stays disabled until done`() = test {
         val (alice, bob) = pair()
         // Latency keeps the first attempt in flight while the user taps again.
-        val slow = NetworkProfile.Custom(NetsimSettings(latencyMs = 400))
+        val slow = NetworkProfile.Custom(NetsimSettings(latency = Duration.ofMillis(400)))
         SendOnce.open(config(alice, profile = slow)).use { sdk ->
             sdk.composer().use { composer ->
                 assertEquals(ComposerState.Editing, composer.currentState)

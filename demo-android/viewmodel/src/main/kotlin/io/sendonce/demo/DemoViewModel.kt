@@ -249,7 +249,7 @@ class DemoViewModel(
         val url = model.value.serverUrlField.trim().trimEnd('/')
         val uri = runCatching { URI(url) }.getOrNull()
         if (uri == null || uri.scheme !in setOf("http", "https") || uri.host.isNullOrEmpty()) {
-            model.update { it.copy(settingsError = "Enter a URL like ${DemoOptions.DEFAULT_SERVER_URL}") }
+            model.update { it.copy(settingsError = Texts.text("demo.settings.url", DemoOptions.DEFAULT_SERVER_URL)) }
             return
         }
         model.update {
@@ -338,7 +338,7 @@ class DemoViewModel(
             it.copy(
                 loading = false,
                 recipient = it.recipient.ifEmpty { opened.account.recipientId },
-                notice = if (resumed) RESUMED else null,
+                notice = if (resumed) resumedNotice else null,
             )
         }
         refreshBalance()
@@ -372,19 +372,16 @@ class DemoViewModel(
             val wallet = withContext(options.io) { walletClient.wallet(s.account.serverUrl, s.account.token) }
             if (session.value === s) model.update { it.copy(wallet = wallet, balanceError = null) }
         } catch (e: IOException) {
-            if (session.value === s) model.update { it.copy(balanceError = "can't reach the server") }
+            if (session.value === s) model.update { it.copy(balanceError = Texts.text("demo.balance.unreachable")) }
         }
     }
 
     private fun setupText(url: String, e: Exception): String = when {
-        e is HttpStatusException && e.status == 404 ->
-            "The server at $url has no test API: the demo creates its users with server-mock's POST /v1/test/users."
-        e is HttpStatusException -> "The server at $url answered ${e.status} when creating the demo user."
-        e is IOException ->
-            "Cannot reach the server at $url. Is server-mock running on your computer " +
-                "(cargo run -p server-mock -- --listen 0.0.0.0:8080)? Check the server URL in Settings."
+        e is HttpStatusException && e.status == 404 -> Texts.text("demo.setup.no_test_api", url)
+        e is HttpStatusException -> Texts.text("demo.setup.status", url, e.status.toString())
+        e is IOException -> Texts.text("demo.setup.unreachable", url)
         e is SendOnceException -> Texts.errorText(e, options.currency)
-        else -> "Could not start: ${e.message}"
+        else -> Texts.text("demo.setup.other", e.message ?: e.javaClass.simpleName)
     }
 
     /** Pure: the screen from the model, the composer and the SDK's list. */
@@ -402,42 +399,42 @@ class DemoViewModel(
         val current = cs.currentTransfer
         val derivedError = when (cs) {
             is ComposerState.Rejected -> Texts.rejectionText(cs.reason, cs.transfer)
-            is ComposerState.NeedsAttention -> Texts.NEEDS_ATTENTION
+            is ComposerState.NeedsAttention -> Texts.needsAttention
             else -> null
         }
         return DemoUiState(
             loading = m.loading,
             setupError = m.setupError,
             balanceText = when {
-                m.wallet != null -> "Balance: ${Texts.money(m.wallet.balanceMinor, m.wallet.currency)}"
-                m.balanceError != null -> "Balance unavailable — ${m.balanceError}"
-                else -> "Balance: …"
+                m.wallet != null -> Texts.text("demo.balance", Texts.money(m.wallet.balanceMinor, m.wallet.currency))
+                m.balanceError != null -> Texts.text("demo.balance.unavailable", m.balanceError)
+                else -> Texts.text("demo.balance.loading")
             },
             balanceMinor = m.wallet?.balanceMinor,
-            accountText = s?.let { "You: ${it.account.userId}" } ?: "",
+            accountText = s?.let { Texts.text("demo.account", it.account.userId) } ?: "",
             accountUserId = s?.account?.userId,
             screen = screen,
             recipient = m.recipient,
             amount = m.amount,
             validationText = if (showValidation) validation else null,
             reviewEnabled = validation == null && s != null,
-            confirmText = m.pending?.let { "Send ${Texts.money(it.amountMinor, it.currency)} to ${it.toUserId}?" }
+            confirmText = m.pending?.let { Texts.text("demo.confirm", Texts.money(it.amountMinor, it.currency), it.toUserId) }
                 ?.takeIf { screen == Screen.CONFIRM || screen == Screen.REJECTED },
             transferTitle = current?.let(Texts::title),
             sendEnabled = s != null && c.sendEnabled,
             showSpinner = cs is ComposerState.Submitting || cs is ComposerState.Waiting,
             statusLine = when (cs) {
-                is ComposerState.Submitting -> "Sending…"
+                is ComposerState.Submitting -> Texts.text("demo.sending")
                 is ComposerState.Waiting -> Texts.waitingLine(cs.transfer, cs.needsAuth, sdkNow(s), options.clockSpeed)
                 else -> null
             },
             receipt = (cs as? ComposerState.Done)?.receipt?.let { r ->
                 Receipt(
-                    title = "Sent ${Texts.title(r)}",
+                    title = Texts.text("demo.receipt.title", Texts.title(r)),
                     serverTransferId = r.serverTransferId ?: "",
                     idempotencyKey = r.idempotencyKey,
                     attempts = r.attempts.toInt(),
-                    replayNote = if (r.replayed) REPLAYED else null,
+                    replayNote = if (r.replayed) Texts.text("demo.note.replayed") else null,
                 )
             },
             errorText = m.errorText ?: derivedError,
@@ -461,8 +458,11 @@ class DemoViewModel(
     }
 
     companion object {
-        const val RESUMED = "Resumed a transfer confirmed before the app was closed: same key, it is never sent twice."
-        const val REPLAYED = "The first answer was lost on the way; the server replayed it. The money moved once."
+        /** The notice after re-attaching to a transfer confirmed before the process died. */
+        val resumedNotice: String get() = Texts.text("demo.notice.resumed")
+
+        /** The receipt's note when the server replayed its stored answer. */
+        val replayedNote: String get() = Texts.text("demo.note.replayed")
 
         /** Where the demo keeps its signed-up account (read by [DemoBackground] too). */
         const val ACCOUNT_FILE = "demo-account.properties"

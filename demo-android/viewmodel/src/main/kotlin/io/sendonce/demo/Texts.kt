@@ -1,5 +1,6 @@
-// Every string the demo shows, as pure functions of SDK values (tested without a server). The texts of
-// the SDK's errors and rejection reasons come from resources (strings*.properties), keyed by the SDK's keys.
+// Every string the demo shows, as pure functions of SDK values (tested without a server). Every text comes
+// from resources (strings*.properties): the SDK's errors and rejection reasons keyed by the SDK's keys, the
+// demo's own texts by `demo.*` keys; money is formatted in the locale.
 package io.sendonce.demo
 
 import io.sendonce.Rejection
@@ -52,23 +53,23 @@ object Texts {
      */
     fun parseAmount(text: String): AmountInput {
         val t = text.trim().replace(",", "")
-        if (t.isEmpty()) return AmountInput.Invalid("Enter an amount")
-        if (!Regex("""\d{1,15}(\.\d*)?|\.\d+""").matches(t)) return AmountInput.Invalid("Enter an amount like 12.50")
+        if (t.isEmpty()) return AmountInput.Invalid(text("demo.validation.amount_empty"))
+        if (!Regex("""\d{1,15}(\.\d*)?|\.\d+""").matches(t)) return AmountInput.Invalid(text("demo.validation.amount_format"))
         val value = BigDecimal(t)
-        if (value.stripTrailingZeros().scale() > 2) return AmountInput.Invalid("At most 2 decimal places")
+        if (value.stripTrailingZeros().scale() > 2) return AmountInput.Invalid(text("demo.validation.amount_decimals"))
         val minor = value.movePointRight(2).toBigIntegerExact().toLong()
-        if (minor <= 0) return AmountInput.Invalid("The amount must be more than 0")
+        if (minor <= 0) return AmountInput.Invalid(text("demo.validation.amount_zero"))
         return AmountInput.Valid(minor)
     }
 
     /** The live validation text of the form, or null when it is valid. */
     fun validation(recipient: String, amount: String): String? {
-        if (recipient.isBlank()) return "Enter the recipient's user id"
-        if (recipient.trim().any { it.isWhitespace() }) return "A user id has no spaces"
+        if (recipient.isBlank()) return text("demo.validation.recipient_empty")
+        if (recipient.trim().any { it.isWhitespace() }) return text("demo.validation.recipient_spaces")
         return (parseAmount(amount) as? AmountInput.Invalid)?.text
     }
 
-    fun title(t: Transfer): String = "${money(t.amountMinor, t.currency)} to ${t.toUserId}"
+    fun title(t: Transfer): String = text("demo.title", money(t.amountMinor, t.currency), t.toUserId)
 
     /**
      * The line under the spinner while the SDK waits to retry. [sdkNowMs] is "now" on the SDK's clock and
@@ -76,23 +77,23 @@ object Texts {
      */
     fun waitingLine(t: Transfer, needsAuth: Boolean, sdkNowMs: Long, clockSpeed: Double = 1.0): String {
         val n = t.attempts.toInt()
-        if (needsAuth) return "Waiting for sign-in — attempt $n, the server refused the credentials"
-        if (t.state == TransferState.SENDING) return "Waiting for network — attempt $n, trying now"
+        if (needsAuth) return text("demo.waiting.auth", n)
+        if (t.state == TransferState.SENDING) return text("demo.waiting.now", n)
         val next = t.nextAttemptAt?.toEpochMilli() ?: sdkNowMs
         val seconds = ceil((next - sdkNowMs).coerceAtLeast(0) / clockSpeed / 1000.0).toLong()
-        return "Waiting for network — attempt $n, next try in ${seconds}s"
+        return text("demo.waiting.next", n, seconds)
     }
 
     /** The human label of a transfer's state in the recent list. */
     fun stateLabel(t: Transfer): String = when (t.state) {
-        TransferState.PENDING -> "Queued"
-        TransferState.SENDING -> if (t.attempts <= 1u) "Sending" else "Sending (attempt ${t.attempts})"
-        TransferState.RETRYING -> "Waiting for network (attempt ${t.attempts})"
-        TransferState.AUTH_REQUIRED -> "Waiting for sign-in"
-        TransferState.SUCCEEDED -> "Sent"
-        TransferState.REJECTED -> "Declined — ${shortReason(t.rejection)}"
-        TransferState.FAILED -> "Failed — ${shortReason(t.rejection)}"
-        TransferState.NEEDS_ATTENTION -> "Needs attention"
+        TransferState.PENDING -> text("demo.state.pending")
+        TransferState.SENDING -> if (t.attempts <= 1u) text("demo.state.sending") else text("demo.state.sending_attempt", t.attempts.toLong())
+        TransferState.RETRYING -> text("demo.state.retrying", t.attempts.toLong())
+        TransferState.AUTH_REQUIRED -> text("demo.state.auth_required")
+        TransferState.SUCCEEDED -> text("demo.state.succeeded")
+        TransferState.REJECTED -> text("demo.state.rejected", shortReason(t.rejection))
+        TransferState.FAILED -> text("demo.state.failed", shortReason(t.rejection))
+        TransferState.NEEDS_ATTENTION -> text("demo.state.needs_attention")
     }
 
     /**
@@ -100,35 +101,42 @@ object Texts {
      * `strings_<lang>.properties`), with [args] in MessageFormat's `{0}`, `{1}`, ...; [fallback]'s text
      * when the key has none.
      */
-    private fun text(key: String, fallback: String, vararg args: Any): String {
+    private fun lookup(key: String, fallback: String, vararg args: Any): String {
         val bundle = ResourceBundle.getBundle(
             "io.sendonce.demo.strings", locale, ResourceBundle.Control.getNoFallbackControl(ResourceBundle.Control.FORMAT_PROPERTIES),
         )
-        val pattern = if (bundle.containsKey(key)) bundle.getString(key) else bundle.getString(fallback)
+        val pattern = when {
+            bundle.containsKey(key) -> bundle.getString(key)
+            bundle.containsKey(fallback) -> bundle.getString(fallback)
+            else -> return key
+        }
         return MessageFormat(pattern, locale).format(args.map { if (it is Number) it.toString() else it }.toTypedArray())
     }
 
+    /** The demo's own text [key] (a `demo.*` key of `strings.properties`) in [locale], with [args]. */
+    fun text(key: String, vararg args: Any): String = lookup(key, key, *args)
+
     /** The SDK's typed reason picks the text; only a code newer than the bindings falls back to the code. */
     private fun shortReason(r: Rejection?): String {
-        val reason = r?.reason ?: return "refused"
-        val code = (reason as? RejectionReason.Other)?.code?.ifEmpty { "refused" }?.replace('_', ' ') ?: ""
-        return text("short.${reason.messageKey}", "short.sendonce.rejection.other", "", "", "", code)
+        val refused = text("demo.short.refused")
+        val reason = r?.reason ?: return refused
+        val code = (reason as? RejectionReason.Other)?.code?.ifEmpty { refused }?.replace('_', ' ') ?: ""
+        return lookup("short.${reason.messageKey}", "short.sendonce.rejection.other", "", "", "", code)
     }
 
     /** The text of a definitive no (composer state Rejected: a Rejected or Failed transfer). */
     fun rejectionText(rejection: Rejection, t: Transfer): String {
         val code = (rejection.reason as? RejectionReason.Other)?.code ?: rejection.code
-        return text(
+        return lookup(
             rejection.reason.messageKey, "sendonce.rejection.other",
             money(t.amountMinor, t.currency), t.toUserId, rejection.httpStatus.toString(), code,
         )
     }
 
-    const val NEEDS_ATTENTION =
-        "Needs attention: this transfer could not be confirmed for too long, so the app stopped retrying. " +
-            "It will never be sent twice; tap Check again to ask the server what happened."
+    /** The text of a transfer handed to the user as Needs attention. */
+    val needsAttention: String get() = text("demo.needs_attention")
 
     /** The text of a typed error thrown by a Send tap, looked up by the SDK's message key. */
     fun errorText(e: SendOnceException, currency: String): String =
-        text(e.messageKey, "sendonce.error.other", money(SendOnce.maxAmountMinor, currency), currency, e.messageKey)
+        lookup(e.messageKey, "sendonce.error.other", money(SendOnce.maxAmountMinor, currency), currency, e.messageKey)
 }

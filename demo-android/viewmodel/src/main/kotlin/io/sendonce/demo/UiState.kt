@@ -10,7 +10,7 @@ data class DemoUiState(
     val setupError: String? = null,
 
     /** "Balance: 10,000.00 BDT", "Balance: …" while loading, or why it is unavailable. */
-    val balanceText: String = "Balance: …",
+    val balanceText: String = Texts.text("demo.balance.loading"),
     val balanceMinor: Long? = null,
     /** "You: usr_…" — the demo account on this server. */
     val accountText: String = "",
@@ -101,10 +101,17 @@ data class TransferRow(
     val settled: Boolean,
 )
 
-/** The Train-mode selector: the SDK's network profiles a demo switches between. */
-enum class TrainMode(val label: String, val description: String, val profile: NetworkProfile) {
-    OFF("Off", "The real network, untouched.", NetworkProfile.Off),
-    TRAIN("Train", "Tunnels, lost answers, seconds of latency, replays.", NetworkProfile.Train),
-    OFFLINE("Offline", "No network at all: transfers wait and retry.", NetworkProfile.Offline),
-    LB_REPLAY("LB replay", "A load balancer that delivers requests twice.", NetworkProfile.LbReplay),
+/** The Train-mode selector: the SDK's network profiles a demo switches between (texts: `demo.train.<key>`). */
+enum class TrainMode(private val key: String, val profile: NetworkProfile) {
+    OFF("off", NetworkProfile.Off),
+    TRAIN("train", NetworkProfile.Train),
+    OFFLINE("offline", NetworkProfile.Offline),
+    LB_REPLAY("lb_replay", NetworkProfile.LbReplay),
+    ;
+
+    /** The chip's label in the demo's locale. */
+    val label: String get() = Texts.text("demo.train.$key")
+
+    /** One line on what the profile does. */
+    val description: String get() = Texts.text("demo.train.$key.description")
 }

@@ -216,7 +216,7 @@ class DemoViewModelTest : ServerTest() {
 
         // The app starts again on the same files: same account, same database.
         val second = viewModel(dir)
-        val resumed = second.await("resumed") { !it.loading && it.notice == DemoViewModel.RESUMED }
+        val resumed = second.await("resumed") { !it.loading && it.notice == DemoViewModel.resumedNotice }
         assertEquals(me, resumed.accountUserId)
         assertEquals(TrainMode.OFF, resumed.trainMode)
         val done = second.await("receipt") { it.screen == Screen.RECEIPT && it.transfers.singleOrNull()?.settled == true }
@@ -334,7 +334,7 @@ class DemoViewModelTest : ServerTest() {
         vm.review("9")
         vm.onSendTapped()
         val stuck = vm.await("needs attention") { it.screen == Screen.NEEDS_ATTENTION }
-        assertEquals(Texts.NEEDS_ATTENTION, stuck.errorText)
+        assertEquals(Texts.needsAttention, stuck.errorText)
         assertFalse(stuck.showSpinner)
         vm.await("list label") { it.transfers.singleOrNull()?.stateLabel == "Needs attention" }
 

@@ -9,8 +9,11 @@ import io.sendonce.TransferState
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.Assertions.assertTrue
+import java.io.File
 import java.time.Instant
 import java.util.Locale
+import java.util.ResourceBundle
 
 /** The pure text functions, without a server. */
 class TextsTest {
@@ -120,13 +123,43 @@ class TextsTest {
     }
 
     @Test
+    fun `the demo's own texts come from the locale's resources, money in the locale`() {
+        try {
+            Texts.locale = Locale.GERMANY
+            assertEquals("12,50 BDT an usr_bob", Texts.title(transfer(TransferState.SUCCEEDED)))
+            assertEquals("Gesendet", Texts.stateLabel(transfer(TransferState.SUCCEEDED)))
+            assertEquals("In der Warteschlange", Texts.stateLabel(transfer(TransferState.PENDING)))
+            assertEquals("Warte auf Netz — Versuch 2, nächster in 3 s", Texts.waitingLine(transfer(TransferState.RETRYING, 2u, nextAt = 3_000), false, 0))
+            assertEquals("Geben Sie einen Betrag ein", Texts.validation("usr_bob", ""))
+            assertEquals("Offline", TrainMode.OFFLINE.label)
+            assertEquals("Gar kein Netz: Überweisungen warten und werden erneut versucht.", TrainMode.OFFLINE.description)
+            // No German text: the English one, never the key.
+            assertEquals("Needs attention", Texts.stateLabel(transfer(TransferState.NEEDS_ATTENTION)))
+        } finally {
+            Texts.locale = Locale.US
+        }
+        assertEquals("Off", TrainMode.OFF.label)
+        assertEquals("12.50 BDT to usr_bob", Texts.title(transfer(TransferState.SUCCEEDED)))
+    }
+
+    @Test
+    fun `every demo key the view model uses has an English text`() {
+        val english = ResourceBundle.getBundle("io.sendonce.demo.strings", Locale.ROOT)
+        val used = File("src/main/kotlin").walk().filter { it.extension == "kt" }
+            .flatMap { Regex("\"(demo\\.[a-z_.]+[a-z_])\"").findAll(it.readText()).map { m -> m.groupValues[1] } }.toSet()
+        assertTrue(used.size > 30, "found $used")
+        assertEquals(emptyList<String>(), used.filterNot(english::containsKey), "keys without a text")
+        for (mode in TrainMode.entries) assertTrue(english.containsKey("demo.train.${mode.name.lowercase()}"), "$mode")
+    }
+
+    @Test
     fun `the texts of the SDK's keys come from the locale's resources`() {
         val t = transfer(TransferState.REJECTED)
         val poor = Rejection(RejectionReason.InsufficientFunds, "insufficient_funds", "", 402u)
         try {
             Texts.locale = Locale.GERMANY
             assertEquals("Nicht genug Geld: Ihr Guthaben ist kleiner als 12,50 BDT. Nichts wurde gesendet.", Texts.rejectionText(poor, t))
-            assertEquals("Declined — nicht genug Geld", Texts.stateLabel(transfer(TransferState.REJECTED, rejection = poor)))
+            assertEquals("Abgelehnt — nicht genug Geld", Texts.stateLabel(transfer(TransferState.REJECTED, rejection = poor)))
             // A key without a German text falls back to the English one.
             assertEquals("The previous transfer is still on its way.", Texts.errorText(SendOnceException.TransferUnfinished(), "BDT"))
         } finally {

@@ -30,6 +30,7 @@ import androidx.compose.runtime.Composable
 import androidx.compose.runtime.getValue
 import androidx.compose.ui.Alignment
 import androidx.compose.ui.Modifier
+import androidx.compose.ui.res.stringResource
 import androidx.compose.ui.text.font.FontFamily
 import androidx.compose.ui.text.input.KeyboardType
 import androidx.compose.ui.unit.dp
@@ -43,7 +44,7 @@ import io.sendonce.demo.Screen
 fun DemoApp(vm: DemoViewModel) {
     val ui by vm.state.collectAsStateWithLifecycle()
     MaterialTheme {
-        Scaffold(topBar = { TopAppBar(title = { Text("sendonce demo") }) }) { padding ->
+        Scaffold(topBar = { TopAppBar(title = { Text(stringResource(R.string.app_name)) }) }) { padding ->
             LazyColumn(
                 contentPadding = PaddingValues(16.dp),
                 verticalArrangement = Arrangement.spacedBy(12.dp),
@@ -53,8 +54,8 @@ fun DemoApp(vm: DemoViewModel) {
                 ui.setupError?.let { error -> item { SetupErrorCard(error, vm) } }
                 item { TransferCard(ui, vm) }
                 item { TrainModeCard(ui, vm) }
-                item { Text("Recent transfers", style = MaterialTheme.typography.titleMedium) }
-                if (ui.transfers.isEmpty()) item { Text("No transfers yet.") }
+                item { Text(stringResource(R.string.recent_transfers), style = MaterialTheme.typography.titleMedium) }
+                if (ui.transfers.isEmpty()) item { Text(stringResource(R.string.no_transfers)) }
                 items(ui.transfers, key = { it.localId }) { row ->
                     Column {
                         Text(row.title)
@@ -74,8 +75,8 @@ private fun BalanceCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fill
     Column(Modifier.padding(16.dp)) {
         Text(ui.balanceText, style = MaterialTheme.typography.headlineSmall)
         Text(ui.accountText, style = MaterialTheme.typography.bodySmall)
-        Text(if (ui.networkAvailable) "Network: available" else "Network: none", style = MaterialTheme.typography.bodySmall)
-        TextButton(onClick = vm::onRefreshBalanceTapped) { Text("Refresh balance") }
+        Text(stringResource(if (ui.networkAvailable) R.string.network_available else R.string.network_none), style = MaterialTheme.typography.bodySmall)
+        TextButton(onClick = vm::onRefreshBalanceTapped) { Text(stringResource(R.string.refresh_balance)) }
     }
 }
 
@@ -83,7 +84,7 @@ private fun BalanceCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fill
 private fun SetupErrorCard(error: String, vm: DemoViewModel) = Card(Modifier.fillMaxWidth()) {
     Column(Modifier.padding(16.dp)) {
         Text(error, color = MaterialTheme.colorScheme.error)
-        Button(onClick = vm::onRetryTapped) { Text("Retry") }
+        Button(onClick = vm::onRetryTapped) { Text(stringResource(R.string.retry)) }
     }
 }
 
@@ -93,7 +94,7 @@ private fun TransferCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fil
         if (ui.loading) {
             Row(verticalAlignment = Alignment.CenterVertically, horizontalArrangement = Arrangement.spacedBy(8.dp)) {
                 CircularProgressIndicator(Modifier.size(20.dp))
-                Text("Connecting to ${ui.serverUrl}…")
+                Text(stringResource(R.string.connecting, ui.serverUrl))
             }
         }
         ui.notice?.let { Text(it, style = MaterialTheme.typography.bodySmall) }
@@ -101,15 +102,15 @@ private fun TransferCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fil
             Screen.FORM -> {
                 OutlinedTextField(
                     value = ui.recipient, onValueChange = vm::onRecipientChanged,
-                    label = { Text("Recipient user id") }, singleLine = true, modifier = Modifier.fillMaxWidth(),
+                    label = { Text(stringResource(R.string.recipient_label)) }, singleLine = true, modifier = Modifier.fillMaxWidth(),
                 )
                 OutlinedTextField(
                     value = ui.amount, onValueChange = vm::onAmountChanged,
-                    label = { Text("Amount (BDT)") }, singleLine = true, modifier = Modifier.fillMaxWidth(),
+                    label = { Text(stringResource(R.string.amount_label)) }, singleLine = true, modifier = Modifier.fillMaxWidth(),
                     keyboardOptions = KeyboardOptions(keyboardType = KeyboardType.Decimal),
                 )
                 ui.validationText?.let { Text(it, color = MaterialTheme.colorScheme.error) }
-                Button(onClick = vm::onReviewTapped, enabled = ui.reviewEnabled) { Text("Review") }
+                Button(onClick = vm::onReviewTapped, enabled = ui.reviewEnabled) { Text(stringResource(R.string.review)) }
             }
             Screen.CONFIRM, Screen.REJECTED, Screen.PROGRESS -> {
                 Text(ui.confirmText ?: ui.transferTitle ?: "", style = MaterialTheme.typography.titleMedium)
@@ -122,27 +123,27 @@ private fun TransferCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fil
                 ui.errorText?.let { Text(it, color = MaterialTheme.colorScheme.error) }
                 Row(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
                     // Enabled exactly when the composer says so: tap it ten times, one transfer leaves.
-                    Button(onClick = vm::onSendTapped, enabled = ui.sendEnabled) { Text("Send") }
-                    if (ui.screen != Screen.PROGRESS) OutlinedButton(onClick = vm::onEditTapped) { Text("Edit") }
+                    Button(onClick = vm::onSendTapped, enabled = ui.sendEnabled) { Text(stringResource(R.string.send)) }
+                    if (ui.screen != Screen.PROGRESS) OutlinedButton(onClick = vm::onEditTapped) { Text(stringResource(R.string.edit)) }
                 }
             }
             Screen.RECEIPT -> ui.receipt?.let { r ->
                 Text(r.title, style = MaterialTheme.typography.titleMedium)
-                Text("Transfer id: ${r.serverTransferId}", fontFamily = FontFamily.Monospace)
-                Text("Idempotency key: ${r.idempotencyKey}", style = MaterialTheme.typography.bodySmall, fontFamily = FontFamily.Monospace)
-                Text("Attempts: ${r.attempts}", style = MaterialTheme.typography.bodySmall)
+                Text(stringResource(R.string.transfer_id, r.serverTransferId), fontFamily = FontFamily.Monospace)
+                Text(stringResource(R.string.idempotency_key, r.idempotencyKey), style = MaterialTheme.typography.bodySmall, fontFamily = FontFamily.Monospace)
+                Text(stringResource(R.string.attempts, r.attempts), style = MaterialTheme.typography.bodySmall)
                 r.replayNote?.let { Text(it, style = MaterialTheme.typography.bodySmall) }
                 Row(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
-                    Button(onClick = vm::onSendTapped, enabled = ui.sendEnabled) { Text("Send") }
-                    OutlinedButton(onClick = vm::onSendAnotherTapped) { Text("Send another") }
+                    Button(onClick = vm::onSendTapped, enabled = ui.sendEnabled) { Text(stringResource(R.string.send)) }
+                    OutlinedButton(onClick = vm::onSendAnotherTapped) { Text(stringResource(R.string.send_another)) }
                 }
             }
             Screen.NEEDS_ATTENTION -> {
                 Text(ui.transferTitle ?: "", style = MaterialTheme.typography.titleMedium)
                 ui.errorText?.let { Text(it, color = MaterialTheme.colorScheme.error) }
                 Row(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
-                    Button(onClick = vm::onCheckAgainTapped) { Text("Check again") }
-                    OutlinedButton(onClick = vm::onSendAnotherTapped) { Text("Send another") }
+                    Button(onClick = vm::onCheckAgainTapped) { Text(stringResource(R.string.check_again)) }
+                    OutlinedButton(onClick = vm::onSendAnotherTapped) { Text(stringResource(R.string.send_another)) }
                 }
             }
         }
@@ -153,7 +154,7 @@ private fun TransferCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fil
 @Composable
 private fun TrainModeCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fillMaxWidth()) {
     Column(Modifier.padding(16.dp)) {
-        Text("Train mode", style = MaterialTheme.typography.titleMedium)
+        Text(stringResource(R.string.train_mode), style = MaterialTheme.typography.titleMedium)
         FlowRow(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
             ui.trainModes.forEach { mode ->
                 FilterChip(selected = ui.trainMode == mode, onClick = { vm.onTrainModeSelected(mode) }, label = { Text(mode.label) })
@@ -166,13 +167,13 @@ private fun TrainModeCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fi
 @Composable
 private fun SettingsCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fillMaxWidth()) {
     Column(Modifier.padding(16.dp), verticalArrangement = Arrangement.spacedBy(8.dp)) {
-        Text("Settings", style = MaterialTheme.typography.titleMedium)
+        Text(stringResource(R.string.settings), style = MaterialTheme.typography.titleMedium)
         OutlinedTextField(
             value = ui.serverUrlField, onValueChange = vm::onServerUrlChanged,
-            label = { Text("Server URL") }, singleLine = true, modifier = Modifier.fillMaxWidth(),
+            label = { Text(stringResource(R.string.server_url)) }, singleLine = true, modifier = Modifier.fillMaxWidth(),
             keyboardOptions = KeyboardOptions(keyboardType = KeyboardType.Uri),
         )
         ui.settingsError?.let { Text(it, color = MaterialTheme.colorScheme.error) }
-        Button(onClick = vm::onServerUrlSaved) { Text("Save and reconnect") }
+        Button(onClick = vm::onServerUrlSaved) { Text(stringResource(R.string.save_and_reconnect)) }
     }
 }
