@@ -50,7 +50,8 @@ public final class SendOnce: Sendable {
 
     /// Opens the file (off the caller's thread), recovers every unfinished transfer and resumes sending.
     public static func open(_ config: SendOnceConfig) async throws -> SendOnce {
-        try await offCallerThread {
+        try config.checkSpans()
+        return try await offCallerThread {
             let sdk = SendOnce(core: try SendOnceCore.open(config: config))
             try sdk.start()
             return sdk
@@ -62,7 +63,8 @@ public final class SendOnce: Sendable {
     public static func open(
         _ config: SendOnceConfig, tokenProvider: AccessTokenProvider?, transport: HttpTransport?
     ) async throws -> SendOnce {
-        try await offCallerThread {
+        try config.checkSpans()
+        return try await offCallerThread {
             let core = try SendOnceCore.openWith(config: config, tokenProvider: tokenProvider, transport: transport)
             let sdk = SendOnce(core: core)
             try sdk.start()
@@ -77,7 +79,8 @@ public final class SendOnce: Sendable {
     public static func shared(
         _ config: SendOnceConfig, tokenProvider: AccessTokenProvider? = nil, transport: HttpTransport? = nil
     ) async throws -> SendOnce {
-        try await offCallerThread {
+        try config.checkSpans()
+        return try await offCallerThread {
             let key = URL(fileURLWithPath: config.dbPath).standardizedFileURL.resolvingSymlinksInPath().path
             return try SendOnce.instances.withLock { instances in
                 if let live = instances[key], !live.isClosed { return live }
@@ -220,6 +223,7 @@ public final class SendOnce: Sendable {
 
     /// Train mode: switches the network simulator at run time; `seed` makes the faults reproducible.
     public func setNetworkProfile(_ profile: NetworkProfile, seed: UInt64 = 0) async throws {
+        try profile.checkSpans()
         try await io { try $0.setNetworkProfile(profile: profile, seed: seed) }
     }
 
@@ -237,6 +241,7 @@ public final class SendOnce: Sendable {
     /// `BGProcessingTask` handler turns into `setTaskCompleted(success:)` and its next request. Returns by the
     /// deadline even with a request out; nothing is lost, it goes on with the same key.
     public func drain(deadline: TimeInterval) async throws -> DrainSummary {
+        try checkSpan("deadline", deadline)
         let core = try live()
         let summary = try await cancellable { try await core.drain(deadline: deadline, cancel: $0) }
         try await reload()

@@ -258,6 +258,30 @@ final class SendOnceTests: ServerTestCase {
         await assertThrows({ if case .InvalidConfig = $0 { return true }; return false }, "timeout") { try await SendOnce.open(zeroTimeout) }
     }
 
+    /// A negative, infinite or NaN span is a typed `InvalidConfig`, not a crash: uniffi's lowering of a
+    /// `TimeInterval` calls `fatalError` on them (this test killed the whole XCTest process before
+    /// `checkSpans`).
+    func testSpansThatCannotCrossAreTypedErrorsNotCrashes() async throws {
+        let (alice, _) = try await pair()
+        func isConfig(_ e: SendOnceError) -> Bool { if case .InvalidConfig = e { return true }; return false }
+        for bad in [-1, -.infinity, .infinity, .nan] as [TimeInterval] {
+            await assertThrows(isConfig, "requestTimeout \(bad)") {
+                try await SendOnce.open(self.config(alice, requestTimeout: bad))
+            }
+            await assertThrows(isConfig, "shared \(bad)") {
+                try await SendOnce.shared(self.config(alice, requestTimeout: bad))
+            }
+        }
+        let sdk = try await SendOnce.open(config(alice, dbPath: server.dbPath()))
+        defer { sdk.close() }
+        await assertThrows(isConfig, "latency") {
+            try await sdk.setNetworkProfile(.custom(settings: NetsimSettings(latency: -0.5)))
+        }
+        await assertThrows(isConfig, "drain") { _ = try await sdk.drain(deadline: -1 as TimeInterval) }
+        let summary = try await sdk.drain(deadline: 0 as TimeInterval)
+        XCTAssertTrue(summary.unfinished.isEmpty, "the SDK still works after refusing them")
+    }
+
     /// Consumers that stop iterating while the SDK publishes from its own threads must never deadlock
     /// (regression: yielding under the same lock that `onTermination` takes).
     func testStreamsCanBeAbandonedWhileChangesFlow() async throws {

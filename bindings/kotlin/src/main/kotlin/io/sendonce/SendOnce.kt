@@ -45,8 +45,10 @@ class SendOnce private constructor(
         /** Opens the file (on [io]), recovers every unfinished transfer and resumes sending. */
         @JvmStatic
         @Throws(SendOnceException::class)
-        suspend fun open(config: SendOnceConfig, io: CoroutineDispatcher = Dispatchers.IO): SendOnce =
-            withContext(io) { SendOnce(SendOnceCore.open(config), io).also { it.start() } }
+        suspend fun open(config: SendOnceConfig, io: CoroutineDispatcher = Dispatchers.IO): SendOnce {
+            config.checkSpans()
+            return withContext(io) { SendOnce(SendOnceCore.open(config), io).also { it.start() } }
+        }
 
         /** [open] with the app's token provider and HTTP stack (e.g. [OkHttpTransport]). */
         @JvmStatic
@@ -56,7 +58,10 @@ class SendOnce private constructor(
             tokenProvider: AccessTokenProvider?,
             transport: HttpTransport?,
             io: CoroutineDispatcher = Dispatchers.IO,
-        ): SendOnce = withContext(io) { SendOnce(SendOnceCore.openWith(config, tokenProvider, transport), io).also { it.start() } }
+        ): SendOnce {
+            config.checkSpans()
+            return withContext(io) { SendOnce(SendOnceCore.openWith(config, tokenProvider, transport), io).also { it.start() } }
+        }
 
         /**
          * The process's one instance on [SendOnceConfig.dbPath], for the UI, a WorkManager worker and a push
@@ -71,12 +76,15 @@ class SendOnce private constructor(
             tokenProvider: AccessTokenProvider? = null,
             transport: HttpTransport? = null,
             io: CoroutineDispatcher = Dispatchers.IO,
-        ): SendOnce = withContext(io) {
-            val key = java.io.File(config.dbPath).canonicalPath
-            synchronized(instances) {
-                instances[key]?.takeIf { !it.closed.get() }
-                    ?: SendOnce(SendOnceCore.sharedWith(config, tokenProvider, transport), io, key)
-                        .also { it.start(); instances[key] = it }
+        ): SendOnce {
+            config.checkSpans()
+            return withContext(io) {
+                val key = java.io.File(config.dbPath).canonicalPath
+                synchronized(instances) {
+                    instances[key]?.takeIf { !it.closed.get() }
+                        ?: SendOnce(SendOnceCore.sharedWith(config, tokenProvider, transport), io, key)
+                            .also { it.start(); instances[key] = it }
+                }
             }
         }
 
@@ -194,8 +202,10 @@ class SendOnce private constructor(
 
     /** Train mode: switches the network simulator at run time; [seed] makes the faults reproducible. */
     @Throws(SendOnceException::class)
-    suspend fun setNetworkProfile(profile: NetworkProfile, seed: Long = 0) =
+    suspend fun setNetworkProfile(profile: NetworkProfile, seed: Long = 0) {
+        profile.checkSpans()
         live { core.setNetworkProfile(profile, seed.toULong()) }
+    }
 
     /** The network profile in force. */
     @Throws(SendOnceException::class)
@@ -211,7 +221,10 @@ class SendOnce private constructor(
      * a request out; nothing is lost, it goes on with the same key.
      */
     @Throws(SendOnceException::class)
-    suspend fun drain(deadline: java.time.Duration): DrainSummary = live { core.drain(deadline).also { reload() } }
+    suspend fun drain(deadline: java.time.Duration): DrainSummary {
+        checkSpan("deadline", deadline)
+        return live { core.drain(deadline).also { reload() } }
+    }
 
     /** [drain] with a Kotlin duration. */
     @Throws(SendOnceException::class)

@@ -265,6 +265,22 @@ class SendOnceTest : ServerTest() {
         Unit
     }
 
+    /** A negative span is a typed InvalidConfig: uniffi's lowering threw IllegalArgumentException before checkSpans. */
+    @Test
+    fun `negative spans are InvalidConfig, not IllegalArgumentException`() = test {
+        val (alice, _) = pair()
+        val negative = Duration.ofSeconds(-1)
+        assertThrows<SendOnceException.InvalidConfig> { SendOnce.open(config(alice).copy(requestTimeout = negative)) }
+        assertThrows<SendOnceException.InvalidConfig> { SendOnce.shared(config(alice).copy(retention = negative)) }
+        SendOnce.open(config(alice)).use { sdk ->
+            assertThrows<SendOnceException.InvalidConfig> {
+                sdk.setNetworkProfile(NetworkProfile.Custom(NetsimSettings(latency = negative)))
+            }
+            assertThrows<SendOnceException.InvalidConfig> { sdk.drain(negative) }
+            assertTrue(sdk.drain(Duration.ZERO).unfinished.isEmpty(), "the SDK still works after refusing them")
+        }
+    }
+
     @Test
     fun `flows can be abandoned while changes flow`() = test {
         val (alice, bob) = pair()
