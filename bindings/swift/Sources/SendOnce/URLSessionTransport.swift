@@ -15,7 +15,7 @@ import FoundationNetworking
 /// schedule owns every retry, with the same key and bytes. `challenge` answers server-trust challenges
 /// (certificate pinning); without it the system's default handling applies. Its failures reach the SDK typed:
 /// no network or no DNS as `Offline`, `URLError.timedOut` as `Timeout`, the rest as `Connection`.
-public final class URLSessionTransport: HttpTransport, @unchecked Sendable {
+public final class URLSessionTransport: HttpTransport, Sendable {
     private let session: URLSession
 
     public init(
@@ -82,7 +82,7 @@ public final class URLSessionTransport: HttpTransport, @unchecked Sendable {
         return HttpResponse(status: UInt16(clamping: http.statusCode), headers: headers, body: data)
     }
 
-    private final class Delegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    private final class Delegate: NSObject, URLSessionTaskDelegate, Sendable {
         let challenge: (@Sendable (URLAuthenticationChallenge) -> (URLSession.AuthChallengeDisposition, URLCredential?))?
 
         init(_ challenge: (@Sendable (URLAuthenticationChallenge) -> (URLSession.AuthChallengeDisposition, URLCredential?))?) {

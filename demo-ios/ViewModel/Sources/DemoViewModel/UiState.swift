@@ -120,7 +120,7 @@ public enum TrainMode: String, CaseIterable, Sendable, Identifiable {
 }
 
 /// How the demo is wired; the defaults are the app's, tests override a few.
-public struct DemoOptions: @unchecked Sendable {
+public struct DemoOptions: Sendable {
     /// server-mock on the development Mac as the iOS simulator sees it.
     public static let defaultServerUrl = "http://localhost:8080"
 

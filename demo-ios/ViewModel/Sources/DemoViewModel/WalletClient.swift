@@ -28,7 +28,7 @@ public struct HTTPStatusError: Error, CustomStringConvertible {
 /// The few plain HTTP calls the demo makes besides transfers (which only the SDK sends): the balance, and
 /// the demo sign-up through server-mock's test API. Against a real backend, replace `signUp` with the
 /// app's login and keep `wallet`.
-public final class WalletClient: @unchecked Sendable {
+public final class WalletClient: Sendable {
     private let session: URLSession
 
     public init(timeout: TimeInterval = 5) {
