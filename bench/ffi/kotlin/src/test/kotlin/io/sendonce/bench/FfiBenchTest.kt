@@ -49,6 +49,8 @@ private class KotlinProfileSource : ProfileSource {
  * faster than the cleaner frees, so the map grows to millions of entries and each call pays for that.
  */
 private class Meter {
+    // JNA has no API for the size of its allocation map; the bench reads the private field (and falls
+    // back to a fixed pause after the GC if a JNA version renames it).
     private val tracked: Map<*, *>? = runCatching {
         val f = Memory::class.java.getDeclaredField("allocatedMemory")
         f.isAccessible = true
