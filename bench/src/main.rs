@@ -8,6 +8,7 @@
 
 mod cold_open;
 mod ffi;
+mod ffi_kotlin;
 mod key_table;
 mod memory;
 mod postgres;
