@@ -116,7 +116,13 @@ fn main() {
         return;
     }
     let args = parse_args(&argv);
-    std::fs::create_dir_all(&args.dir).expect("bench dir");
+    // Made before the run: a missing --out found at the end would throw the whole run away.
+    for dir in [&args.dir, &args.out] {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("sendonce-bench: cannot create {}: {e}", dir.display());
+            std::process::exit(2);
+        }
+    }
     let command = std::env::var("SENDONCE_BENCH_COMMAND")
         .unwrap_or_else(|_| format!("sendonce-bench {}", argv.join(" ")));
     let rt = tokio::runtime::Builder::new_multi_thread()
