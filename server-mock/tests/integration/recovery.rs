@@ -92,6 +92,15 @@ impl TestServerRef {
         Ok(to_resp(r).await)
     }
 
+    /// GET `path` as JSON, with the bearer `token` if given.
+    pub(crate) async fn get_json(&self, path: &str, token: Option<&str>) -> serde_json::Value {
+        let mut req = self.client.get(format!("{}{path}", self.url));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        req.send().await.unwrap().json().await.unwrap()
+    }
+
     pub(crate) async fn debits(&self, key: &str) -> usize {
         let r = self
             .client
@@ -394,15 +403,8 @@ async fn sigkill_after_relay_batch_keeps_the_credit_once() {
     for key in &ok {
         assert_eq!(s.debits(key).await, 1, "{key}");
     }
-    let ledger: Vec<serde_json::Value> = s
-        .client
-        .get(format!("{url}/v1/test/ledger"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ledger = s.get_json("/v1/test/ledger", None).await;
+    let ledger = ledger.as_array().unwrap();
     let count = |kind: &str| ledger.iter().filter(|e| e["kind"] == kind).count();
     let debits = count("debit");
     assert!(debits >= ok.len(), "every answered 201 is a debit");
@@ -410,18 +412,12 @@ async fn sigkill_after_relay_batch_keeps_the_credit_once() {
     assert_eq!(stats["credits"], debits);
     assert_eq!(stats["sms_sent"], debits, "each debit texted once");
     let wallet = |u: &User| {
-        let (client, url, token) = (s.client.clone(), url.clone(), u.token.clone());
+        let token = u.token.clone();
+        let s = &s;
         async move {
-            let v: serde_json::Value = client
-                .get(format!("{url}/v1/wallet"))
-                .bearer_auth(token)
-                .send()
-                .await
+            s.get_json("/v1/wallet", Some(&token)).await["balance_minor"]
+                .as_i64()
                 .unwrap()
-                .json()
-                .await
-                .unwrap();
-            v["balance_minor"].as_i64().unwrap()
         }
     };
     let (from, to) = (wallet(&a).await, wallet(&b).await);
