@@ -146,6 +146,12 @@ fn commit_group(group: Vec<Job>) {
         for t in persisted {
             core.publish(t);
         }
-        core.wake.notify_one();
+        // Offline, the sender's turn would only find the network unavailable: no wake-up
+        // (one thread hop less per confirmation, competing with the caller for a core).
+        // Nothing is missed: `set_network_available(true)` sets the flag, then wakes the
+        // sender, which then finds this row (committed before the flag was read here).
+        if core.network_available() {
+            core.wake.notify_one();
+        }
     }
 }

@@ -123,7 +123,15 @@ async fn run(
         );
     }
     let lock_id = uuid::Uuid::new_v4().simple().to_string();
-    match claim(app, caller, key, body, hash, &lock_id).await? {
+    // The balance pre-check (a read on the reader connection) runs while the claim waits for
+    // the writer: one hop less on the request's path. It is advisory either way — the fenced
+    // commit reads the balance again and decides — so reading it a little earlier changes no
+    // outcome; a lost claim only wasted the read.
+    let (claimed, balance) = tokio::join!(
+        claim(app, caller, key, body, hash, &lock_id),
+        app.store.balance(caller.user_id.clone()),
+    );
+    match claimed? {
         Claim::Acquired => {}
         Claim::Exists(existing) => return Ok(answer_existing(existing)),
     }
@@ -137,7 +145,7 @@ async fn run(
     // A definitive 402 never costs a gateway call: a balance that does not cover the amount
     // now goes straight to the commit, which stores the 402 (or, if a credit arrived
     // meanwhile, moves nothing unauthorised and asks for a retry).
-    if !covers(app, caller, transfer.amount_minor).await? {
+    if balance? < transfer.amount_minor {
         return commit(app, caller, key, hash, &transfer, &lock_id, Authorised::No).await;
     }
 
@@ -252,12 +260,6 @@ pub enum Authorised {
     Yes,
     /// The balance pre-check skipped it: the commit may only store a 402.
     No,
-}
-
-/// Whether the caller's balance covers `amount` now (a read; the commit decides).
-async fn covers(app: &App, caller: &Caller, amount: i64) -> Result<bool, DbError> {
-    let balance = app.store.balance(caller.user_id.clone()).await?;
-    Ok(balance >= amount)
 }
 
 /// (3) The money transaction, fenced by `lock_id`.

@@ -289,11 +289,22 @@ impl Store for SqliteStore {
 
     fn publish_batch(&self, now_ms: i64) -> Fut<'_, usize> {
         // One group-commit job: both consumers' transactions (SAVEPOINTs) and the
-        // `published` mark commit together, with the other queued writes, in one fsync.
-        Box::pin(
-            self.db
-                .write(Durability::Full, move |c| outbox::publish_batch(c, now_ms)),
-        )
+        // `published` mark commit together, with the other queued writes.
+        //
+        // NORMAL (no fsync of its own): every event in the batch is already durable — its
+        // outbox row was written by the FULL debit commit — and this transaction only derives
+        // from those rows. A process crash (abort, SIGKILL) keeps a NORMAL commit. A power
+        // loss may forget the whole batch, atomically: credit, SMS, their inbox rows and the
+        // `published` mark go together, so the events are unpublished again and the relay
+        // delivers them once more, exactly once (no inbox row survived to deduplicate against,
+        // and no effect either). Nothing anyone was answered depends on the batch: the client
+        // holds a 201 for its debit, which the FULL commit made durable; and a recipient who
+        // spends a credit does so through a FULL debit commit, whose fsync makes every earlier
+        // WAL frame — this batch included — durable first. Crash test: recovery.rs
+        // `sigkill_after_relay_batch_keeps_the_credit_once`.
+        Box::pin(self.db.write(Durability::Normal, move |c| {
+            outbox::publish_batch(c, now_ms)
+        }))
     }
 
     fn replay_outbox(&self, from_event: i64) -> Fut<'_, usize> {

@@ -92,6 +92,15 @@ impl TestServerRef {
         Ok(to_resp(r).await)
     }
 
+    /// GET `path` as JSON, with the bearer `token` if given.
+    pub(crate) async fn get_json(&self, path: &str, token: Option<&str>) -> serde_json::Value {
+        let mut req = self.client.get(format!("{}{path}", self.url));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        req.send().await.unwrap().json().await.unwrap()
+    }
+
     pub(crate) async fn debits(&self, key: &str) -> usize {
         let r = self
             .client
@@ -328,4 +337,90 @@ async fn real_seconds_long_window_expires_by_bucket() {
     assert_eq!(again.status, 201);
     assert_eq!(s.debits_for(&a, "k").await, 1);
     s.stop().await;
+}
+
+/// The relay commits its batches without an fsync of their own (`SqliteStore::publish_batch`):
+/// a SIGKILL while transfers and relay batches are in flight must still leave every debit
+/// credited and texted exactly once after the restart, and the money conserved.
+#[tokio::test]
+async fn sigkill_after_relay_batch_keeps_the_credit_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fresh_db(dir.path(), "relay-kill.db").await;
+    let flags = ["--gateway-delay", "0ms"];
+    let (mut child, url) = spawn_binary(&db, &flags);
+    let s = server_at(&url).await;
+    let (a, b) = (s.user("A", 1_000_000).await, s.user("B", 0).await);
+    // Eight senders in flight; the process dies while the last ones (and their relay
+    // batches) are still running, right after the 24th answer.
+    let (tx, mut answered) = tokio::sync::mpsc::unbounded_channel();
+    for w in 0..8 {
+        let (url, a, b, tx) = (url.clone(), a.clone(), b.clone(), tx.clone());
+        tokio::spawn(async move {
+            let s = server_at(&url).await;
+            for i in 0..10 {
+                let key = format!("relay-kill-{w}-{i}");
+                let Ok(r) = s.send(&a, &key, &transfer_body(&b.id, 7)).await else {
+                    return;
+                };
+                if tx.send((key, r.status)).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    drop(tx);
+    let mut ok = Vec::new();
+    while let Some((key, status)) = answered.recv().await {
+        assert_eq!(status, 201);
+        ok.push(key);
+        if ok.len() == 24 {
+            break;
+        }
+    }
+    let kill = Command::new("kill")
+        .args(["-KILL", &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let _ = child.0.wait();
+    while let Some((key, status)) = answered.recv().await {
+        if status == 201 {
+            ok.push(key);
+        }
+    }
+
+    let (_child, url) = spawn_binary(&db, &flags);
+    let s = server_at(&url).await;
+    let r = s
+        .client
+        .post(format!("{url}/v1/test/settle"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let stats: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(stats["outbox_pending"], 0, "{stats}");
+    for key in &ok {
+        assert_eq!(s.debits(key).await, 1, "{key}");
+    }
+    let ledger = s.get_json("/v1/test/ledger", None).await;
+    let ledger = ledger.as_array().unwrap();
+    let count = |kind: &str| ledger.iter().filter(|e| e["kind"] == kind).count();
+    let debits = count("debit");
+    assert!(debits >= ok.len(), "every answered 201 is a debit");
+    assert_eq!(count("credit"), debits, "each debit credited once");
+    assert_eq!(stats["credits"], debits);
+    assert_eq!(stats["sms_sent"], debits, "each debit texted once");
+    let wallet = |u: &User| {
+        let token = u.token.clone();
+        let s = &s;
+        async move {
+            s.get_json("/v1/wallet", Some(&token)).await["balance_minor"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+    let (from, to) = (wallet(&a).await, wallet(&b).await);
+    assert_eq!(to, 7 * debits as i64);
+    assert_eq!(from + to, 1_000_000, "money conserved");
 }
