@@ -67,10 +67,9 @@ fn cluster() -> Result<String, String> {
 
 /// A fresh database of the cluster; returns its URL.
 async fn fresh_db(url: &str) -> String {
-    let name = format!("bench_{}", uuid::Uuid::new_v4().simple());
-    sql(url, &format!("CREATE DATABASE {name}")).await;
-    let base = &url[..url.rfind('/').expect("a database in the URL")];
-    format!("{base}/{name}")
+    server_mock::store::postgres::fresh_database(url, "bench")
+        .await
+        .expect("a fresh database")
 }
 
 async fn connect(url: &str) -> tokio_postgres::Client {

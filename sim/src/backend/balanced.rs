@@ -83,37 +83,14 @@ fn broadcast(path: &str) -> bool {
     )
 }
 
-/// A fresh database on the cluster `url` (a ride must start from an empty ledger).
-async fn fresh_database(url: &str) -> Result<String> {
-    let name = format!("ride_{}", uuid_like());
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .context("connecting to the PostgreSQL cluster")?;
-    let task = tokio::spawn(conn);
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .context("creating the ride's database")?;
-    drop(client);
-    let _ = task.await;
-    let sep = if url.contains('?') { '&' } else { '?' };
-    Ok(format!("{url}{sep}dbname={name}"))
-}
-
-/// A name unique to this process and moment (no randomness: rides stay seeded).
-fn uuid_like() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{}_{nanos}", std::process::id())
-}
-
 impl Balanced {
     /// Starts `faults.instances` servers (each its own pool, reaper, relay and heartbeat;
     /// child processes when the ride kills servers) on a fresh database of `cluster`, and
     /// the balancer on a free port.
     pub async fn start(cluster: &str, faults: &ServerFaults, config: ServerConfig) -> Result<Self> {
-        let db = fresh_database(cluster).await?;
+        let db = server_mock::store::postgres::fresh_database(cluster, "ride")
+            .await
+            .context("a fresh database for the ride")?;
         let mut servers = Vec::new();
         for _ in 0..faults.instances.max(1) {
             let config = ServerConfig {

@@ -85,6 +85,7 @@ macro_rules! in_transaction {
     }};
 }
 pub(crate) use in_transaction;
+pub use schema::fresh_database;
 
 /// The PostgreSQL store of one server instance.
 pub struct PgStore {

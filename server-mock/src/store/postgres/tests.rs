@@ -14,20 +14,7 @@ async fn fresh(pool_size: usize) -> Option<PgStore> {
         eprintln!("skipped: SENDONCE_TEST_POSTGRES is not set (scripts/pg start prints it)");
         return None;
     };
-    let db = format!("u_{}", uuid::Uuid::new_v4().simple());
-    let (client, conn) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
-    let task = tokio::spawn(conn);
-    client
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .await
-        .expect("create database");
-    drop(client);
-    let _ = task.await;
-    // Same cluster, other database: the key-value form overrides the URL's dbname.
-    let url = format!(
-        "{url}{}dbname={db}",
-        if url.contains('?') { "&" } else { "?" }
-    );
+    let url = fresh_database(&url, "u").await.expect("a fresh database");
     Some(
         PgStore::open(&url, pool_size, Instance::new())
             .await
