@@ -31,6 +31,7 @@ use crate::reaper::{Resolved, Stuck};
 use crate::transfer::{Answer, Caller, Rules};
 
 mod accounts;
+mod commit;
 mod heartbeat;
 mod keys;
 pub mod lease;
@@ -264,7 +265,7 @@ impl Store for PgStore {
         rules: Rules,
     ) -> Fut<'_, Answer> {
         Box::pin(async move {
-            in_transaction!(self, |tx| keys::commit_in(
+            in_transaction!(self, |tx| commit::commit_in(
                 &tx, &record, &hash, &lock_id, rules
             )
             .await?)
@@ -305,7 +306,7 @@ impl Store for PgStore {
         transfer_id: String,
     ) -> Fut<'_, Option<TransferRecord>> {
         Box::pin(async move {
-            keys::debit_by_transfer(&self.client().await?, &user_id, &transfer_id).await
+            commit::debit_by_transfer(&self.client().await?, &user_id, &transfer_id).await
         })
     }
 
