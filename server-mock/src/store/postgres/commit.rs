@@ -5,7 +5,7 @@
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::Row;
 
-use super::keys::{complete, hold, release};
+use super::keys::{complete, hold, release, HOLD};
 use super::opt;
 use crate::db::DbError;
 use crate::ledger::TransferRecord;
@@ -70,6 +70,11 @@ pub(super) async fn debit_by_transfer<C: GenericClient>(
 /// What the debit decision reads, in one statement: the sender's balance (its row locked
 /// so one sender's debits run one at a time), the recipient's, and whether a debit for
 /// this key exists already (the last guard).
+const POSITION: &str = "SELECT balance_minor,
+        COALESCE((SELECT balance_minor FROM balances WHERE user_id = $2), 0),
+        EXISTS (SELECT 1 FROM ledger WHERE kind = 'debit' AND user_id = $1 AND idem_key = $3)
+     FROM balances WHERE user_id = $1 FOR UPDATE";
+
 struct Position {
     balance: i64,
     recipient: i64,
@@ -82,19 +87,7 @@ async fn position<C: GenericClient>(
     recipient: &str,
     key: &str,
 ) -> Result<Position, DbError> {
-    let debited_sql =
-        "EXISTS (SELECT 1 FROM ledger WHERE kind = 'debit' AND user_id = $1 AND idem_key = $3)";
-    let row = opt(
-        c,
-        &format!(
-            "SELECT balance_minor,
-                    COALESCE((SELECT balance_minor FROM balances WHERE user_id = $2), 0),
-                    {debited_sql}
-             FROM balances WHERE user_id = $1 FOR UPDATE"
-        ),
-        &[&user_id, &recipient, &key],
-    )
-    .await?;
+    let row = opt(c, POSITION, &[&user_id, &recipient, &key]).await?;
     Ok(match row {
         Some(r) => Position {
             balance: r.get(0),
@@ -124,11 +117,17 @@ pub(super) async fn commit_in(
         record.from_user_id.as_str(),
         record.idempotency_key.as_str(),
     );
-    if rules.fenced && !hold(tx, user, key, lock_id).await? {
+    // The fence's row lock, then the balances, in one round trip (pipelined, see keys.rs):
+    // both statements prepared first, so each future sends its query on its first poll,
+    // in this order. Reading the balances of a request that lost its lock costs nothing.
+    tx.prepare_cached(HOLD).await?;
+    tx.prepare_cached(POSITION).await?;
+    let fence = async { Ok::<_, DbError>(!rules.fenced || hold(tx, user, key, lock_id).await?) };
+    let (held, pos) = tokio::try_join!(fence, position(tx, user, &record.to_user_id, key))?;
+    if !held {
         tracing::warn!(key, "lock lost before the debit: nothing moved");
         return Ok(Problem::key_in_use().into());
     }
-    let pos = position(tx, user, &record.to_user_id, key).await?;
     if pos.debited {
         if let Some(answer) = guard(tx, user, key, lock_id, hash).await? {
             return Ok(answer);

@@ -4,6 +4,7 @@
 
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
 
 use super::commit::{commit_in, debit_by_key};
 use super::{exec, in_transaction, opt, partitions, rows, sqlstate, PgStore};
@@ -19,6 +20,25 @@ use crate::transfer::{self, Rules};
 /// row. Held until commit; the NOT EXISTS of the insert then runs on a fresh snapshot.
 const KEY_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))";
 
+/// The claim's insert: only if no partition has the key yet (the key lock makes that check
+/// race-free across partitions).
+const CLAIM: &str = "INSERT INTO idempotency_keys
+        (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms,
+         bucket, lock_instance, lock_mono_ms, request_body)
+     SELECT $1, $2, $3, 'in_progress', $4, $5, $5, $6, $7, $8, $9
+     WHERE NOT EXISTS
+         (SELECT 1 FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2)
+     ON CONFLICT (user_id, idem_key, bucket) DO NOTHING";
+
+/// A transaction whose commit need not wait for the disk (see [`claim`]).
+const ASYNC_COMMIT: &str = "SET LOCAL synchronous_commit = off";
+
+// Pipelined statements: tokio-postgres sends a query when its future is first polled, and
+// `try_join!` polls in order, so statements prepared beforehand (no round trip of their
+// own) reach PostgreSQL in that order, in one flush, and run one after the other; an error
+// in one fails those after it (the transaction is aborted), and that first error is
+// returned. A first request's claim and gateway record each save round trips this way.
+
 /// Phase 1: the key row `IN_PROGRESS` under this instance's lease.
 ///
 /// `synchronous_commit = off` for this transaction only: a claim moves no money, so it
@@ -33,32 +53,29 @@ pub(super) async fn claim(
     let bucket = k.now_ms.div_euclid(k.bucket_width_ms);
     let attempt = || async {
         in_transaction!(store, |tx| {
-            tx.batch_execute("SET LOCAL synchronous_commit = off")
-                .await?;
-            exec(&tx, KEY_LOCK, &[&k.user_id, &k.key]).await?;
-            let inserted = exec(
-                &tx,
-                "INSERT INTO idempotency_keys
-                    (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms,
-                     bucket, lock_instance, lock_mono_ms, request_body)
-                 SELECT $1, $2, $3, 'in_progress', $4, $5, $5, $6, $7, $8, $9
-                 WHERE NOT EXISTS
-                     (SELECT 1 FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2)
-                 ON CONFLICT (user_id, idem_key, bucket) DO NOTHING",
-                &[
-                    &k.user_id,
-                    &k.key,
-                    &k.hash,
-                    &k.lock_id,
-                    &k.now_ms,
-                    &bucket,
-                    &&*instance.id,
-                    // Taken at the insert: the lease starts when the row is written.
-                    &instance.mono_ms(),
-                    &k.body,
-                ],
-            )
-            .await?;
+            let lock = tx.prepare_cached(KEY_LOCK).await?;
+            let insert = tx.prepare_cached(CLAIM).await?;
+            let lock_mono_ms = instance.mono_ms();
+            // One round trip for the three (see [`pipelined`]): the insert still runs after
+            // the lock is granted, on a snapshot taken then.
+            let lock_params: [&(dyn ToSql + Sync); 2] = [&k.user_id, &k.key];
+            let claim_params: [&(dyn ToSql + Sync); 9] = [
+                &k.user_id,
+                &k.key,
+                &k.hash,
+                &k.lock_id,
+                &k.now_ms,
+                &bucket,
+                &&*instance.id,
+                // Taken just before the insert: the lease starts no later than the row.
+                &lock_mono_ms,
+                &k.body,
+            ];
+            let ((), _, inserted) = tokio::try_join!(
+                tx.batch_execute(ASYNC_COMMIT),
+                tx.execute(&lock, &lock_params),
+                tx.execute(&insert, &claim_params),
+            )?;
             if inserted == 1 {
                 Claim::Acquired
             } else {
@@ -98,20 +115,23 @@ pub(super) async fn authorize(
     now_ms: i64,
 ) -> Result<Authorization, DbError> {
     in_transaction!(store, |tx| {
-        tx.batch_execute("SET LOCAL synchronous_commit = off")
+        let record = tx
+            .prepare_cached(
+                "INSERT INTO gateway_authorizations
+                     (user_id, idem_key, authorization_id, calls, created_at_ms)
+                 VALUES ($1, $2, $3, 1, $4)
+                 ON CONFLICT (user_id, idem_key)
+                     DO UPDATE SET calls = gateway_authorizations.calls + 1
+                 RETURNING authorization_id, calls",
+            )
             .await?;
-        let row = opt(
-            &tx,
-            "INSERT INTO gateway_authorizations
-                 (user_id, idem_key, authorization_id, calls, created_at_ms)
-             VALUES ($1, $2, $3, 1, $4)
-             ON CONFLICT (user_id, idem_key)
-                 DO UPDATE SET calls = gateway_authorizations.calls + 1
-             RETURNING authorization_id, calls",
-            &[&user_id, &key, &fresh_id, &now_ms],
-        )
-        .await?
-        .ok_or_else(|| DbError::Task("gateway record returned no row".into()))?;
+        // One round trip for both (pipelined, see above).
+        let params: [&(dyn ToSql + Sync); 4] = [&user_id, &key, &fresh_id, &now_ms];
+        let ((), row) = tokio::try_join!(
+            tx.batch_execute(ASYNC_COMMIT),
+            tx.query_opt(&record, &params),
+        )?;
+        let row = row.ok_or_else(|| DbError::Task("gateway record returned no row".into()))?;
         Authorization {
             authorization_id: row.get(0),
             calls: u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX),
@@ -142,6 +162,11 @@ pub(super) async fn read<C: GenericClient>(
     }))
 }
 
+/// The fence's statement (see [`hold`]).
+pub(super) const HOLD: &str = "SELECT 1 FROM idempotency_keys
+     WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'
+     FOR UPDATE";
+
 /// The fence: locks the key row if it is still `IN_PROGRESS` under `lock_id`.
 pub(super) async fn hold<C: GenericClient>(
     c: &C,
@@ -149,15 +174,7 @@ pub(super) async fn hold<C: GenericClient>(
     key: &str,
     lock_id: &str,
 ) -> Result<bool, DbError> {
-    Ok(opt(
-        c,
-        "SELECT 1 FROM idempotency_keys
-         WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'
-         FOR UPDATE",
-        &[&user_id, &key, &lock_id],
-    )
-    .await?
-    .is_some())
+    Ok(opt(c, HOLD, &[&user_id, &key, &lock_id]).await?.is_some())
 }
 
 /// Completes the row we hold with its response.
