@@ -163,7 +163,7 @@ pub(super) async fn drop_vs_delete(report: &mut Report, url: &str, sizes: &[i64]
     report.key("pg_partition_drop_over_delete_ratio", r3(last_ratio));
     report.key("pg_partition_expiry", serde_json::Value::Object(details));
     report.note(
-        "8 expiry",
+        "9 expiry",
         "One server-mock in process on a fresh database of the `scripts/pg` cluster (fsync on, \
          synchronous_commit on), 30-day key window. A day 10 days old is filled server-side with N \
          completed keys (300-byte bodies); then either `DELETE FROM idempotency_keys WHERE bucket = day` \
