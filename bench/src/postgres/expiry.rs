@@ -59,6 +59,12 @@ async fn during<F: std::future::Future<Output = ()>>(
     let secs = t.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     let load = load.await.expect("load");
+    if !load.not_201.is_empty() {
+        eprintln!(
+            "figure 9 expiry: answers other than 201 by status: {:?}",
+            load.not_201
+        );
+    }
     (secs, summarize(&load.ms).p99, load.errors)
 }
 

@@ -15,7 +15,7 @@ use server_mock::{RunningServer, ServerConfig};
 mod expiry;
 
 use crate::report::{r3, Report, Row};
-use crate::server::{client, create_user, post, transfer_body, User};
+use crate::server::{client, post, test_api, transfer_body, User};
 use crate::stats::{spread, summarize};
 
 /// (busy, total) jiffies of all CPUs so far, from /proc/stat (Linux).
@@ -40,6 +40,8 @@ struct Load {
     rps: f64,
     ms: Vec<f64>,
     errors: usize,
+    /// The answers that were not 201, by status (0: no answer).
+    not_201: std::collections::BTreeMap<u16, usize>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -97,14 +99,27 @@ async fn start(db: &str, key_window: Duration) -> RunningServer {
         .expect("server-mock on PostgreSQL starts")
 }
 
-/// 32 senders with plenty of money and one recipient.
+/// 32 senders with plenty of money and one recipient; tokens that outlive the expiry
+/// figure's clock jumps (42 days of server time; the default lifetime is 30).
 async fn users(base: &str) -> (Arc<Vec<User>>, String) {
     let c = client();
     let mut senders = Vec::new();
-    for i in 0..32 {
-        senders.push(create_user(&c, base, &format!("s{i}"), 1_000_000_000_000).await);
+    for i in 0..33 {
+        let v = test_api(
+            &c,
+            base,
+            reqwest::Method::POST,
+            "/v1/test/users",
+            json!({"display_name": format!("s{i}"), "balance_minor": if i < 32 { 1_000_000_000_000i64 } else { 0 },
+                   "currency": "BDT", "token_ttl_ms": 365 * 86_400_000i64}),
+        )
+        .await;
+        senders.push(User {
+            user_id: v["user_id"].as_str().expect("a user id").to_string(),
+            token: v["token"].as_str().expect("a token").to_string(),
+        });
     }
-    let to = create_user(&c, base, "to", 0).await.user_id;
+    let to = senders.pop().expect("the recipient").user_id;
     (Arc::new(senders), to)
 }
 
@@ -131,7 +146,7 @@ async fn closed_loop(
                 next.clone(),
             );
             tokio::spawn(async move {
-                let (mut ms, mut errors) = (Vec::new(), 0);
+                let (mut ms, mut not_201) = (Vec::new(), Vec::new());
                 while !stop.load(Ordering::Relaxed) {
                     let n = next.fetch_add(1, Ordering::Relaxed);
                     let base = &bases[n % bases.len()];
@@ -163,23 +178,26 @@ async fn closed_loop(
                     if a.status == 201 {
                         ms.push(a.secs * 1e3);
                     } else {
-                        errors += 1;
+                        not_201.push(a.status);
                     }
                 }
-                (ms, errors)
+                (ms, not_201)
             })
         })
         .collect();
-    let (mut ms, mut errors) = (Vec::new(), 0);
+    let (mut ms, mut not_201) = (Vec::new(), std::collections::BTreeMap::new());
     for t in tasks {
         let (m, e) = t.await.expect("load task");
         ms.extend(m);
-        errors += e;
+        for status in e {
+            *not_201.entry(status).or_insert(0) += 1;
+        }
     }
     Load {
         rps: ms.len() as f64 / started.elapsed().as_secs_f64(),
         ms,
-        errors,
+        errors: not_201.values().sum(),
+        not_201,
     }
 }
 
