@@ -30,9 +30,9 @@ pub enum Command {
 /// `serve` options (the ride passes them).
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// SQLite file.
+    /// SQLite file or PostgreSQL URL.
     #[arg(long)]
-    pub db: std::path::PathBuf,
+    pub db: String,
     /// Address to listen on.
     #[arg(long)]
     pub listen: std::net::SocketAddr,

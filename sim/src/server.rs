@@ -2,7 +2,7 @@
 //! restarts (see `backend`), its wall clock jumping either way; and the `serve` subcommand.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -39,13 +39,13 @@ pub struct ServerFaults {
 pub const TICK: Duration = Duration::from_millis(250);
 
 impl ServerFaults {
-    /// The backend these faults need: a child process when it gets killed, instances behind a
-    /// balancer on PostgreSQL, else `preferred`.
+    /// The backend these faults need: instances behind a balancer on PostgreSQL (killed or
+    /// not), a child process when it gets killed, else `preferred`.
     pub fn backend(&self, preferred: Kind) -> Kind {
-        if self.kill_rate > 0.0 {
-            Kind::Child
-        } else if self.postgres.is_some() {
+        if self.postgres.is_some() {
             Kind::Balanced
+        } else if self.kill_rate > 0.0 {
+            Kind::Child
         } else {
             preferred
         }
@@ -86,14 +86,14 @@ impl ServerFaults {
 
 /// The `serve` subcommand: server-mock in this process until killed.
 pub async fn serve(
-    db: PathBuf,
+    db: String,
     listen: SocketAddr,
     lock_timeout: Duration,
     unfenced: bool,
     broker: Option<String>,
 ) -> Result<()> {
     let mut config = ServerConfig {
-        db: db.display().to_string(),
+        db,
         lock_timeout,
         broker: broker.map_or(Destination::InProcess, Destination::Kafka),
         ..ServerConfig::default()

@@ -1,11 +1,11 @@
 //! The server's per-user quota answers 429 with `Retry-After`; the SDK backs off and every
 //! transfer still ends once (issue 21, quotas).
 
-use std::sync::Arc;
+mod phone;
+
 use std::time::Duration;
 
-use sendonce::{Sdk, SdkConfig, SystemClock, TransferRequest, TransferState};
-use sendonce_sim::testapi::TestApi;
+use sendonce::{TransferRequest, TransferState};
 use server_mock::quota::QuotaLimits;
 use server_mock::ServerConfig;
 
@@ -13,7 +13,6 @@ use server_mock::ServerConfig;
 async fn the_sdk_backs_off_on_429_and_every_transfer_ends_once() {
     let dir = tempfile::tempdir().unwrap();
     let config = ServerConfig {
-        db: dir.path().join("s.db").display().to_string(),
         quotas: QuotaLimits {
             requests_per_second: 4.0,
             burst: 2.0,
@@ -21,25 +20,18 @@ async fn the_sdk_backs_off_on_429_and_every_transfer_ends_once() {
         },
         ..Default::default()
     };
-    let server = server_mock::start(config, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let api = TestApi::http(server.base_url()).unwrap();
-    let a = api.create_user("a", 1_000_000, "BDT").await.unwrap();
-    let b = api.create_user("b", 0, "BDT").await.unwrap();
-    let config = SdkConfig::builder(server.base_url(), dir.path().join("phone.db"))
-        .access_token(a.token.clone())
-        .clock(Arc::new(SystemClock))
-        .retry_base(Duration::from_millis(50))
-        .retry_cap(Duration::from_secs(2))
-        .build()
-        .unwrap();
-    let sdk = Sdk::open(config).unwrap();
+    let retry = (Duration::from_millis(50), Duration::from_secs(2));
+    let phone::Phone {
+        server,
+        api,
+        sdk,
+        to,
+    } = phone::start(dir.path(), config, retry).await;
     let mut ids = Vec::new();
     for i in 0..8 {
         let t = sdk
             .send_transfer(TransferRequest {
-                to_user_id: b.user_id.clone(),
+                to_user_id: to.clone(),
                 amount_minor: 100 + i,
                 currency: "BDT".into(),
                 note: None,

@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sendonce::{
-    NetsimSettings, NetworkProfile, Sdk, SdkConfig, SystemClock, Transfer, TransferListener,
-    TransferRequest, TransferState,
+    NetsimSettings, NetworkProfile, Sdk, Transfer, TransferListener, TransferRequest, TransferState,
 };
-use sendonce_sim::testapi::TestApi;
 use server_mock::{RunningServer, ServerConfig};
+
+mod phone;
 
 struct States(Mutex<Vec<TransferState>>);
 
@@ -24,27 +24,11 @@ impl TransferListener for States {
 }
 
 async fn setup(dir: &std::path::Path) -> (RunningServer, Sdk, String, Arc<States>) {
-    let config = ServerConfig {
-        db: dir.join("s.db").display().to_string(),
-        ..Default::default()
-    };
-    let server = server_mock::start(config, "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    let api = TestApi::http(server.base_url()).unwrap();
-    let a = api.create_user("a", 1_000_000, "BDT").await.unwrap();
-    let b = api.create_user("b", 0, "BDT").await.unwrap();
-    let config = SdkConfig::builder(server.base_url(), dir.join("phone.db"))
-        .access_token(a.token)
-        .clock(Arc::new(SystemClock))
-        .retry_base(Duration::from_millis(200))
-        .retry_cap(Duration::from_secs(1))
-        .build()
-        .unwrap();
-    let sdk = Sdk::open(config).unwrap();
+    let retry = (Duration::from_millis(200), Duration::from_secs(1));
+    let phone = phone::start(dir, ServerConfig::default(), retry).await;
     let states = Arc::new(States(Mutex::new(Vec::new())));
-    sdk.add_listener(states.clone());
-    (server, sdk, b.user_id, states)
+    phone.sdk.add_listener(states.clone());
+    (phone.server, phone.sdk, phone.to, states)
 }
 
 fn request(to: &str) -> TransferRequest {

@@ -74,34 +74,9 @@ pub async fn fresh_db(dir: &std::path::Path, name: &str) -> String {
     let Some(url) = postgres() else {
         return dir.join(name).to_string_lossy().into_owned();
     };
-    let db = format!("t_{}", uuid::Uuid::new_v4().simple());
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+    server_mock::store::postgres::fresh_database(&url, "t")
         .await
-        .expect("connect to SENDONCE_TEST_POSTGRES");
-    let task = tokio::spawn(conn);
-    client
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .await
-        .expect("create database");
-    drop(client);
-    let _ = task.await;
-    with_database(&url, &db)
-}
-
-/// `url` with its database name replaced by `db`.
-pub fn with_database(url: &str, db: &str) -> String {
-    let (base, query) = url
-        .split_once('?')
-        .map_or((url, None), |(b, q)| (b, Some(q)));
-    let scheme_end = base.find("://").map_or(0, |i| i + 3);
-    let base = match base[scheme_end..].find('/') {
-        Some(slash) => &base[..scheme_end + slash],
-        None => base,
-    };
-    match query {
-        Some(q) => format!("{base}/{db}?{q}"),
-        None => format!("{base}/{db}"),
-    }
+        .expect("a fresh database of SENDONCE_TEST_POSTGRES")
 }
 
 pub async fn start_with(tune: impl FnOnce(&mut ServerConfig)) -> TestServer {

@@ -8,6 +8,10 @@
 //! after commit" fault) makes the balancer answer 502, as a real one would: an
 //! intermediary's answer, which the phone must treat as unknown.
 //!
+//! With `--server-kill-rate` the instances are child processes (see `child`), SIGKILLed one
+//! at a time in turn and restarted on the same port: a dead instance's claims wait out their
+//! lock while the balancer sends the phones' replays to the others.
+//!
 //! Real sockets, a real database and real time: such a ride is not deterministic.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,14 +26,47 @@ use axum::response::Response;
 use sendonce::transport::BoxFuture;
 use server_mock::{RunningServer, ServerConfig};
 
-use super::{Backend, Determinism, HttpLink, ServerLink};
+use super::child::ServerProcess;
+use super::{Backend, Determinism, Entry};
+use crate::server::ServerFaults;
 
 /// The instances and the balancer in front of them.
 pub struct Balanced {
-    servers: Vec<RunningServer>,
-    addr: std::net::SocketAddr,
+    servers: Vec<Instance>,
+    /// SIGKILLs so far: the next one kills instance `kills % servers.len()`.
+    kills: usize,
     task: tokio::task::JoinHandle<()>,
-    link: Arc<dyn ServerLink>,
+    entry: Entry,
+}
+
+/// One instance behind the balancer.
+enum Instance {
+    /// In this process: cheap, and nothing to kill.
+    InProcess(RunningServer),
+    /// A child process, for rides that SIGKILL their servers.
+    Process(ServerProcess),
+}
+
+impl Instance {
+    async fn start(config: ServerConfig, faults: &ServerFaults) -> Result<Self> {
+        Ok(if faults.kill_rate > 0.0 {
+            Self::Process(ServerProcess::start(&config, faults.unfenced).await?)
+        } else {
+            Self::InProcess(
+                server_mock::start(config, "127.0.0.1:0".parse()?)
+                    .await
+                    .context("starting server-mock on PostgreSQL")?,
+            )
+        })
+    }
+
+    fn base_url(&self) -> String {
+        let addr = match self {
+            Self::InProcess(s) => s.addr,
+            Self::Process(p) => p.addr,
+        };
+        format!("http://{addr}")
+    }
 }
 
 struct Upstreams {
@@ -46,50 +83,24 @@ fn broadcast(path: &str) -> bool {
     )
 }
 
-/// A fresh database on the cluster `url` (a ride must start from an empty ledger).
-async fn fresh_database(url: &str) -> Result<String> {
-    let name = format!("ride_{}", uuid_like());
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .context("connecting to the PostgreSQL cluster")?;
-    let task = tokio::spawn(conn);
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .await
-        .context("creating the ride's database")?;
-    drop(client);
-    let _ = task.await;
-    let sep = if url.contains('?') { '&' } else { '?' };
-    Ok(format!("{url}{sep}dbname={name}"))
-}
-
-/// A name unique to this process and moment (no randomness: rides stay seeded).
-fn uuid_like() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{}_{nanos}", std::process::id())
-}
-
 impl Balanced {
-    /// Starts `instances` servers (in this process, each its own pool, reaper, relay and
-    /// heartbeat) on a fresh database of `cluster`, and the balancer on a free port.
-    pub async fn start(cluster: &str, instances: usize, config: ServerConfig) -> Result<Self> {
-        let db = fresh_database(cluster).await?;
+    /// Starts `faults.instances` servers (each its own pool, reaper, relay and heartbeat;
+    /// child processes when the ride kills servers) on a fresh database of `cluster`, and
+    /// the balancer on a free port.
+    pub async fn start(cluster: &str, faults: &ServerFaults, config: ServerConfig) -> Result<Self> {
+        let db = server_mock::store::postgres::fresh_database(cluster, "ride")
+            .await
+            .context("a fresh database for the ride")?;
         let mut servers = Vec::new();
-        for _ in 0..instances.max(1) {
+        for _ in 0..faults.instances.max(1) {
             let config = ServerConfig {
                 db: db.clone(),
                 ..config.clone()
             };
-            servers.push(
-                server_mock::start(config, "127.0.0.1:0".parse()?)
-                    .await
-                    .context("starting server-mock on PostgreSQL")?,
-            );
+            servers.push(Instance::start(config, faults).await?);
         }
         let upstreams = Arc::new(Upstreams {
-            bases: servers.iter().map(|s| s.base_url()).collect(),
+            bases: servers.iter().map(Instance::base_url).collect(),
             next: AtomicUsize::new(0),
             client: reqwest::Client::builder()
                 .retry(reqwest::retry::never())
@@ -98,46 +109,53 @@ impl Balanced {
         });
         let app = axum::Router::new().fallback(forward).with_state(upstreams);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
+        let entry = Entry::http(listener.local_addr()?)?;
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        let link = Arc::new(HttpLink::new(format!("http://{addr}"))?);
         Ok(Self {
             servers,
-            addr,
+            kills: 0,
             task,
-            link,
+            entry,
         })
     }
 }
 
 impl Backend for Balanced {
-    fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-    fn link(&self) -> Arc<dyn ServerLink> {
-        self.link.clone()
-    }
-    fn phone_link(&self) -> Option<Arc<dyn ServerLink>> {
-        None
+    fn entry(&self) -> &Entry {
+        &self.entry
     }
     fn determinism(&self) -> Determinism {
+        let killed = match self.servers.first() {
+            Some(Instance::Process(_)) => " (child processes SIGKILLed and restarted)",
+            _ => "",
+        };
         Determinism::RealTime(format!(
-            "--db postgres://…: {} server instance(s) on a real PostgreSQL database behind a \
-             balancer, over real HTTP in real time",
+            "--db postgres://…: {} server instance(s){killed} on a real PostgreSQL database \
+             behind a balancer, over real HTTP in real time",
             self.servers.len()
         ))
     }
     fn kill_and_restart(&mut self) -> BoxFuture<'_, Result<()>> {
-        // The instances run in this process: nothing to SIGKILL (--server-kill-rate is refused).
-        Box::pin(async { Ok(()) })
+        let n = self.kills % self.servers.len();
+        self.kills += 1;
+        Box::pin(async move {
+            match &mut self.servers[n] {
+                Instance::Process(p) => p.kill_and_restart().await,
+                // Started in this process because the ride kills nothing.
+                Instance::InProcess(_) => Ok(()),
+            }
+        })
     }
     fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             self.task.abort();
             for s in self.servers {
-                s.shutdown().await;
+                match s {
+                    Instance::InProcess(s) => s.shutdown().await,
+                    Instance::Process(p) => drop(p),
+                }
             }
         })
     }

@@ -1,10 +1,9 @@
 //! server-mock in a child process (`sendonce-sim serve`) that the ride SIGKILLs and restarts
-//! on the same database file and port. Real processes, real time: not deterministic.
+//! on the same database and port. Real processes, real time: not deterministic.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -12,19 +11,20 @@ use sendonce::transport::BoxFuture;
 use server_mock::relay::Destination;
 use server_mock::ServerConfig;
 
-use super::{Backend, Determinism, HttpLink, ServerLink};
+use super::{Backend, Determinism, Entry};
 
-/// The child process and what it takes to start it again.
-pub struct Child {
+/// One `sendonce-sim serve` process and what it takes to start it again (also one instance
+/// of the balanced backend).
+pub struct ServerProcess {
     child: std::process::Child,
     args: Vec<String>,
-    addr: SocketAddr,
-    link: Arc<dyn ServerLink>,
+    /// Where it listens, kept across restarts so the URLs pointing at it stay valid.
+    pub addr: SocketAddr,
 }
 
-impl Child {
-    /// Starts `sendonce-sim serve` on a free port, kept across restarts so the phones' base URL stays valid.
-    pub async fn start(config: ServerConfig, unfenced: bool) -> Result<Self> {
+impl ServerProcess {
+    /// Starts `sendonce-sim serve` with `config` on a free loopback port.
+    pub async fn start(config: &ServerConfig, unfenced: bool) -> Result<Self> {
         let addr = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
         let mut args = vec![
             "serve".to_string(),
@@ -42,25 +42,43 @@ impl Child {
             args.extend(["--broker".into(), url.clone()]);
         }
         let child = spawn(&args, addr).await?;
-        let link = Arc::new(HttpLink::new(format!("http://{addr}"))?);
-        Ok(Self {
-            child,
-            args,
-            addr,
-            link,
-        })
+        Ok(Self { child, args, addr })
+    }
+
+    /// SIGKILLs the process (no shutdown of any kind) and starts it again on the same port.
+    pub async fn kill_and_restart(&mut self) -> Result<()> {
+        self.child.kill().context("SIGKILL server-mock")?;
+        let _ = self.child.wait();
+        self.child = spawn(&self.args, self.addr).await?;
+        Ok(())
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The backend: one server process.
+pub struct Child {
+    process: ServerProcess,
+    entry: Entry,
+}
+
+impl Child {
+    /// Starts the process; the phones' base URL stays valid across restarts.
+    pub async fn start(config: ServerConfig, unfenced: bool) -> Result<Self> {
+        let process = ServerProcess::start(&config, unfenced).await?;
+        let entry = Entry::http(process.addr)?;
+        Ok(Self { process, entry })
     }
 }
 
 impl Backend for Child {
-    fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-    fn link(&self) -> Arc<dyn ServerLink> {
-        self.link.clone()
-    }
-    fn phone_link(&self) -> Option<Arc<dyn ServerLink>> {
-        None
+    fn entry(&self) -> &Entry {
+        &self.entry
     }
     fn determinism(&self) -> Determinism {
         Determinism::RealTime(
@@ -68,22 +86,10 @@ impl Backend for Child {
         )
     }
     fn kill_and_restart(&mut self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(async move {
-            self.child.kill().context("SIGKILL server-mock")?;
-            let _ = self.child.wait();
-            self.child = spawn(&self.args, self.addr).await?;
-            Ok(())
-        })
+        Box::pin(self.process.kill_and_restart())
     }
     fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()> {
         Box::pin(async move { drop(self) })
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use axum::body::Body;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use reqwest::Method;
 use sendonce::transport::{BoxFuture, HttpRequest, HttpResponse, Transport, TransportError};
 use tower::ServiceExt;
@@ -46,17 +47,16 @@ impl ServerLink for HttpLink {
         body: Vec<u8>,
     ) -> BoxFuture<'_, Result<HttpResponse, TransportError>> {
         Box::pin(async move {
-            let mut request = self.client.request(method, format!("{}{path}", self.base));
-            for (n, v) in headers {
-                request = request.header(n, v);
-            }
-            let response = request
+            let response = self
+                .client
+                .request(method, format!("{}{path}", self.base))
+                .headers(header_map(headers)?)
                 .body(body)
                 .send()
                 .await
-                .map_err(|e| TransportError::Connection(e.to_string()))?;
-            let (status, headers) = (response.status(), header_pairs(response.headers()));
-            answer(status, headers, response.bytes().await)
+                .map_err(connection)?;
+            let head = (response.status(), response.headers().clone());
+            answer(head, response.bytes().await)
         })
     }
 }
@@ -77,47 +77,51 @@ impl ServerLink for RouterLink {
             let mut request = axum::http::Request::builder()
                 .method(method)
                 .uri(path)
-                .header("host", "localhost");
-            for (n, v) in headers {
-                request = request.header(n, v);
-            }
-            let request = request
+                .header("host", "localhost")
                 .body(Body::from(body))
-                .map_err(|e| TransportError::Connection(e.to_string()))?;
+                .map_err(connection)?;
+            request.headers_mut().extend(header_map(headers)?);
             let response = match self.0.clone().oneshot(request).await {
                 Ok(r) => r,
                 Err(never) => match never {},
             };
-            let (status, headers) = (response.status(), header_pairs(response.headers()));
+            let (head, body) = response.into_parts();
             // A body that fails is the server dropping the connection (a fault it injects).
             answer(
-                status,
-                headers,
-                axum::body::to_bytes(response.into_body(), usize::MAX).await,
+                (head.status, head.headers),
+                axum::body::to_bytes(body, usize::MAX).await,
             )
         })
     }
 }
 
-/// The answer, or the connection error a failed body is.
-fn answer<E: std::fmt::Display>(
-    status: axum::http::StatusCode,
-    headers: Vec<(String, String)>,
-    body: Result<axum::body::Bytes, E>,
-) -> Result<HttpResponse, TransportError> {
-    let body = body.map_err(|e| TransportError::Connection(e.to_string()))?;
-    Ok(HttpResponse {
-        status: status.as_u16(),
-        headers,
-        body: body.to_vec(),
-    })
+/// The request's headers; one that is not a valid header fails the exchange before it starts.
+fn header_map(headers: Vec<(String, String)>) -> Result<HeaderMap, TransportError> {
+    let mut map = HeaderMap::with_capacity(headers.len());
+    for (n, v) in headers {
+        let name = HeaderName::try_from(n).map_err(connection)?;
+        map.append(name, HeaderValue::try_from(v).map_err(connection)?);
+    }
+    Ok(map)
 }
 
-fn header_pairs(headers: &axum::http::HeaderMap) -> Vec<(String, String)> {
-    headers
-        .iter()
-        .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
-        .collect()
+fn connection(e: impl std::fmt::Display) -> TransportError {
+    TransportError::Connection(e.to_string())
+}
+
+/// The answer, or the connection error a failed body is.
+fn answer<E: std::fmt::Display>(
+    (status, headers): (StatusCode, HeaderMap),
+    body: Result<axum::body::Bytes, E>,
+) -> Result<HttpResponse, TransportError> {
+    Ok(HttpResponse {
+        status: status.as_u16(),
+        headers: headers
+            .iter()
+            .filter_map(|(n, v)| Some((n.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect(),
+        body: body.map_err(connection)?.to_vec(),
+    })
 }
 
 /// A phone's transport over a [`ServerLink`] (the SDK's requests carry absolute URLs).

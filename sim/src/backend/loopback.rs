@@ -1,17 +1,15 @@
 //! server-mock in this process over real loopback HTTP, in real time (`--real-time`, `--broker`).
 
-use std::sync::Arc;
-
 use anyhow::{Context, Result};
 use sendonce::transport::BoxFuture;
 use server_mock::{RunningServer, ServerConfig};
 
-use super::{Backend, Determinism, HttpLink, ServerLink};
+use super::{Backend, Determinism, Entry};
 
 /// The running server and an HTTP client to it.
 pub struct Loopback {
     server: RunningServer,
-    link: Arc<dyn ServerLink>,
+    entry: Entry,
     why: &'static str,
 }
 
@@ -21,26 +19,17 @@ impl Loopback {
         let server = server_mock::start(config, "127.0.0.1:0".parse()?)
             .await
             .context("starting server-mock")?;
-        let link = Arc::new(HttpLink::new(server.base_url())?);
-        Ok(Self { server, link, why })
+        let entry = Entry::http(server.addr)?;
+        Ok(Self { server, entry, why })
     }
 }
 
 impl Backend for Loopback {
-    fn base_url(&self) -> String {
-        self.server.base_url()
-    }
-    fn link(&self) -> Arc<dyn ServerLink> {
-        self.link.clone()
-    }
-    fn phone_link(&self) -> Option<Arc<dyn ServerLink>> {
-        None
+    fn entry(&self) -> &Entry {
+        &self.entry
     }
     fn determinism(&self) -> Determinism {
         Determinism::RealTime(self.why.into())
-    }
-    fn kill_and_restart(&mut self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(async { Ok(()) })
     }
     fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()> {
         Box::pin(self.server.shutdown())

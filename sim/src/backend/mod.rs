@@ -3,7 +3,8 @@
 //! A backend is one module behind [`Backend`]: `simulated` (in this process, its router called
 //! without a socket, on the ride's paused clock: deterministic), `loopback` (in this process over
 //! real HTTP, real time), `child` (a child process the ride SIGKILLs) and `balanced` (several
-//! instances on one PostgreSQL database behind a balancer, real time). `kafka` is the consumer side
+//! instances on one PostgreSQL database behind a balancer, real time; child processes the ride
+//! SIGKILLs one at a time when it kills servers). `kafka` is the consumer side
 //! of a relay to a real broker (`--broker`), beside any real-time backend.
 
 mod balanced;
@@ -42,18 +43,59 @@ impl Determinism {
     }
 }
 
+/// How the phones and the test API reach a backend.
+pub struct Entry {
+    base_url: String,
+    link: Arc<dyn ServerLink>,
+    /// Whether the phones go through `link` too (else each SDK instance has its own HTTP client).
+    phones_share_link: bool,
+}
+
+impl Entry {
+    /// Real HTTP to `http://addr`: the phones have their own clients.
+    pub fn http(addr: std::net::SocketAddr) -> Result<Self> {
+        let base_url = format!("http://{addr}");
+        Ok(Self {
+            link: Arc::new(HttpLink::new(base_url.clone())?),
+            base_url,
+            phones_share_link: false,
+        })
+    }
+
+    /// `link` for everyone, phones included, under the base URL `base_url`.
+    pub fn shared(base_url: &str, link: Arc<dyn ServerLink>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            link,
+            phones_share_link: true,
+        }
+    }
+}
+
 /// A server the ride can reach and break.
 pub trait Backend: Send {
+    /// How it is reached.
+    fn entry(&self) -> &Entry;
     /// Base URL the phones are configured with.
-    fn base_url(&self) -> String;
+    fn base_url(&self) -> String {
+        self.entry().base_url.clone()
+    }
     /// The way to the server for the test API and the dashboard.
-    fn link(&self) -> Arc<dyn ServerLink>;
+    fn link(&self) -> Arc<dyn ServerLink> {
+        self.entry().link.clone()
+    }
     /// A fresh transport under a phone's wire tap (`None`: real HTTP, one client per SDK instance).
-    fn phone_link(&self) -> Option<Arc<dyn ServerLink>>;
+    fn phone_link(&self) -> Option<Arc<dyn ServerLink>> {
+        let entry = self.entry();
+        entry.phones_share_link.then(|| entry.link.clone())
+    }
     /// Whether this backend replays a seed.
     fn determinism(&self) -> Determinism;
-    /// SIGKILLs the server and starts it again on the same database (a no-op where nothing can be killed).
-    fn kill_and_restart(&mut self) -> BoxFuture<'_, Result<()>>;
+    /// SIGKILLs the server (one instance of several) and starts it again on the same
+    /// database; a no-op where nothing can be killed.
+    fn kill_and_restart(&mut self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
     /// Stops the server.
     fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()>;
 }
@@ -67,7 +109,8 @@ pub enum Kind {
     Loopback,
     /// A child process that is SIGKILLed and restarted (`--server-kill-rate` > 0).
     Child,
-    /// Instances on a fresh PostgreSQL database behind a round-robin balancer (`--db`, `--instances`).
+    /// Instances on a fresh PostgreSQL database behind a round-robin balancer (`--db`,
+    /// `--instances`): child processes SIGKILLed now and then with `--server-kill-rate`.
     Balanced,
 }
 
@@ -86,11 +129,9 @@ pub async fn start(
     let config = faults.server_config(db, broker)?;
     Ok(match (kind, &faults.postgres) {
         (Kind::Balanced, Some(cluster)) => {
-            Box::new(balanced::Balanced::start(cluster, faults.instances, config).await?)
+            Box::new(balanced::Balanced::start(cluster, faults, config).await?)
         }
-        (_, Some(_)) => {
-            bail!("--server-kill-rate with --db postgres://... is not supported yet")
-        }
+        (_, Some(_)) => bail!("a ride on PostgreSQL runs on the balanced backend"),
         (Kind::Simulated, None) => Box::new(simulated::Simulated::start(config, start_ms).await?),
         (Kind::Loopback, None) => {
             // Without --real-time, what put this ride on loopback is the broker.

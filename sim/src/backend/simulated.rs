@@ -1,13 +1,11 @@
 //! The deterministic backend: server-mock in this process, its router called without a socket,
 //! its database inline and its clock tokio's (paused) one.
 
-use std::sync::Arc;
-
 use anyhow::{Context, Result};
 use sendonce::transport::BoxFuture;
 use server_mock::{InProcessServer, ServerConfig};
 
-use super::{Backend, Determinism, RouterLink, ServerLink};
+use super::{Backend, Determinism, Entry, RouterLink};
 
 /// Base URL of the simulated server: no port, nothing listens.
 const BASE_URL: &str = "http://localhost";
@@ -15,7 +13,7 @@ const BASE_URL: &str = "http://localhost";
 /// The in-process server and the link to its router.
 pub struct Simulated {
     server: InProcessServer,
-    link: Arc<dyn ServerLink>,
+    entry: Entry,
 }
 
 impl Simulated {
@@ -28,26 +26,18 @@ impl Simulated {
         let server = server_mock::start_in_process(config)
             .await
             .context("starting server-mock")?;
-        let link: Arc<dyn ServerLink> = Arc::new(RouterLink(server.router.clone()));
-        Ok(Self { server, link })
+        let link = std::sync::Arc::new(RouterLink(server.router.clone()));
+        let entry = Entry::shared(BASE_URL, link);
+        Ok(Self { server, entry })
     }
 }
 
 impl Backend for Simulated {
-    fn base_url(&self) -> String {
-        BASE_URL.into()
-    }
-    fn link(&self) -> Arc<dyn ServerLink> {
-        self.link.clone()
-    }
-    fn phone_link(&self) -> Option<Arc<dyn ServerLink>> {
-        Some(self.link.clone())
+    fn entry(&self) -> &Entry {
+        &self.entry
     }
     fn determinism(&self) -> Determinism {
         Determinism::Deterministic
-    }
-    fn kill_and_restart(&mut self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(async { Ok(()) })
     }
     fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()> {
         Box::pin(self.server.shutdown())

@@ -1,28 +1,43 @@
-//! Keys and money on PostgreSQL: claim, the fenced commit, release, look-ups, the reaper's
-//! resolution. The decisions are those of `transfer::commit_transfer` and
-//! `reaper::resolve` (SQLite), in the same order, on rows locked `FOR UPDATE`.
+//! Idempotency keys on PostgreSQL: claim, the gateway's record, the fence, release,
+//! look-ups, the reaper's resolution (the debit itself is `commit`). The decisions are
+//! those of `reaper::resolve` (SQLite), in the same order, on rows locked `FOR UPDATE`.
 
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
+use super::commit::{commit_in, debit_by_key};
 use super::{exec, in_transaction, opt, partitions, rows, sqlstate, PgStore};
 use crate::db::DbError;
 use crate::gateway::Authorization;
 use crate::idempotency::{Claim, Existing, KeyRow};
-use crate::ledger::TransferRecord;
-use crate::problem::Problem;
 use crate::reaper::{Resolved, Stuck};
 use crate::store::{Instance, Lookup, NewClaim};
-use crate::transfer::{self, Answer, Authorised, Rules};
-
-const DEBIT_COLUMNS: &str =
-    "transfer_id, user_id, counterparty, amount_minor, currency, note, created_at_ms, idem_key";
+use crate::transfer::{self, Rules};
 
 /// Serialises every insert of one (user, key) across partitions: a key retried across
 /// midnight lands in another day's partition, where the primary key cannot see the first
 /// row. Held until commit; the NOT EXISTS of the insert then runs on a fresh snapshot.
 const KEY_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))";
+
+/// The claim's insert: only if no partition has the key yet (the key lock makes that check
+/// race-free across partitions).
+const CLAIM: &str = "INSERT INTO idempotency_keys
+        (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms,
+         bucket, lock_instance, lock_mono_ms, request_body)
+     SELECT $1, $2, $3, 'in_progress', $4, $5, $5, $6, $7, $8, $9
+     WHERE NOT EXISTS
+         (SELECT 1 FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2)
+     ON CONFLICT (user_id, idem_key, bucket) DO NOTHING";
+
+/// A transaction whose commit need not wait for the disk (see [`claim`]).
+const ASYNC_COMMIT: &str = "SET LOCAL synchronous_commit = off";
+
+// Pipelined statements: tokio-postgres sends a query when its future is first polled, and
+// `try_join!` polls in order, so statements prepared beforehand (no round trip of their
+// own) reach PostgreSQL in that order, in one flush, and run one after the other; an error
+// in one fails those after it (the transaction is aborted), and that first error is
+// returned. A first request's claim and gateway record each save round trips this way.
 
 /// Phase 1: the key row `IN_PROGRESS` under this instance's lease.
 ///
@@ -38,32 +53,29 @@ pub(super) async fn claim(
     let bucket = k.now_ms.div_euclid(k.bucket_width_ms);
     let attempt = || async {
         in_transaction!(store, |tx| {
-            tx.batch_execute("SET LOCAL synchronous_commit = off")
-                .await?;
-            exec(&tx, KEY_LOCK, &[&k.user_id, &k.key]).await?;
-            let inserted = exec(
-                &tx,
-                "INSERT INTO idempotency_keys
-                    (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms,
-                     bucket, lock_instance, lock_mono_ms, request_body)
-                 SELECT $1, $2, $3, 'in_progress', $4, $5, $5, $6, $7, $8, $9
-                 WHERE NOT EXISTS
-                     (SELECT 1 FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2)
-                 ON CONFLICT (user_id, idem_key, bucket) DO NOTHING",
-                &[
-                    &k.user_id,
-                    &k.key,
-                    &k.hash,
-                    &k.lock_id,
-                    &k.now_ms,
-                    &bucket,
-                    &&*instance.id,
-                    // Taken at the insert: the lease starts when the row is written.
-                    &instance.mono_ms(),
-                    &k.body,
-                ],
-            )
-            .await?;
+            let lock = tx.prepare_cached(KEY_LOCK).await?;
+            let insert = tx.prepare_cached(CLAIM).await?;
+            let lock_mono_ms = instance.mono_ms();
+            // One round trip for the three (see [`pipelined`]): the insert still runs after
+            // the lock is granted, on a snapshot taken then.
+            let lock_params: [&(dyn ToSql + Sync); 2] = [&k.user_id, &k.key];
+            let claim_params: [&(dyn ToSql + Sync); 9] = [
+                &k.user_id,
+                &k.key,
+                &k.hash,
+                &k.lock_id,
+                &k.now_ms,
+                &bucket,
+                &&*instance.id,
+                // Taken just before the insert: the lease starts no later than the row.
+                &lock_mono_ms,
+                &k.body,
+            ];
+            let ((), _, inserted) = tokio::try_join!(
+                tx.batch_execute(ASYNC_COMMIT),
+                tx.execute(&lock, &lock_params),
+                tx.execute(&insert, &claim_params),
+            )?;
             if inserted == 1 {
                 Claim::Acquired
             } else {
@@ -103,20 +115,23 @@ pub(super) async fn authorize(
     now_ms: i64,
 ) -> Result<Authorization, DbError> {
     in_transaction!(store, |tx| {
-        tx.batch_execute("SET LOCAL synchronous_commit = off")
+        let record = tx
+            .prepare_cached(
+                "INSERT INTO gateway_authorizations
+                     (user_id, idem_key, authorization_id, calls, created_at_ms)
+                 VALUES ($1, $2, $3, 1, $4)
+                 ON CONFLICT (user_id, idem_key)
+                     DO UPDATE SET calls = gateway_authorizations.calls + 1
+                 RETURNING authorization_id, calls",
+            )
             .await?;
-        let row = opt(
-            &tx,
-            "INSERT INTO gateway_authorizations
-                 (user_id, idem_key, authorization_id, calls, created_at_ms)
-             VALUES ($1, $2, $3, 1, $4)
-             ON CONFLICT (user_id, idem_key)
-                 DO UPDATE SET calls = gateway_authorizations.calls + 1
-             RETURNING authorization_id, calls",
-            &[&user_id, &key, &fresh_id, &now_ms],
-        )
-        .await?
-        .ok_or_else(|| DbError::Task("gateway record returned no row".into()))?;
+        // One round trip for both (pipelined, see above).
+        let params: [&(dyn ToSql + Sync); 4] = [&user_id, &key, &fresh_id, &now_ms];
+        let ((), row) = tokio::try_join!(
+            tx.batch_execute(ASYNC_COMMIT),
+            tx.query_opt(&record, &params),
+        )?;
+        let row = row.ok_or_else(|| DbError::Task("gateway record returned no row".into()))?;
         Authorization {
             authorization_id: row.get(0),
             calls: u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX),
@@ -147,26 +162,23 @@ pub(super) async fn read<C: GenericClient>(
     }))
 }
 
+/// The fence's statement (see [`hold`]).
+pub(super) const HOLD: &str = "SELECT 1 FROM idempotency_keys
+     WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'
+     FOR UPDATE";
+
 /// The fence: locks the key row if it is still `IN_PROGRESS` under `lock_id`.
-async fn hold<C: GenericClient>(
+pub(super) async fn hold<C: GenericClient>(
     c: &C,
     user_id: &str,
     key: &str,
     lock_id: &str,
 ) -> Result<bool, DbError> {
-    Ok(opt(
-        c,
-        "SELECT 1 FROM idempotency_keys
-         WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'
-         FOR UPDATE",
-        &[&user_id, &key, &lock_id],
-    )
-    .await?
-    .is_some())
+    Ok(opt(c, HOLD, &[&user_id, &key, &lock_id]).await?.is_some())
 }
 
 /// Completes the row we hold with its response.
-async fn complete<C: GenericClient>(
+pub(super) async fn complete<C: GenericClient>(
     c: &C,
     user_id: &str,
     key: &str,
@@ -199,58 +211,6 @@ pub(super) async fn release<C: GenericClient>(
     )
     .await?;
     Ok(())
-}
-
-fn record_from_row(r: &Row) -> TransferRecord {
-    TransferRecord {
-        transfer_id: r.get(0),
-        from_user_id: r.get(1),
-        to_user_id: r.get(2),
-        amount_minor: r.get(3),
-        currency: r.get(4),
-        note: r.get(5),
-        created_at_ms: r.get(6),
-        idempotency_key: r.get(7),
-    }
-}
-
-/// The debit (and its request fingerprint) for a sender's key, if money moved.
-pub(super) async fn debit_by_key<C: GenericClient>(
-    c: &C,
-    user_id: &str,
-    key: &str,
-) -> Result<Option<(TransferRecord, Vec<u8>)>, DbError> {
-    let row = opt(
-        c,
-        &format!(
-            "SELECT {DEBIT_COLUMNS}, request_hash FROM ledger
-             WHERE kind = 'debit' AND user_id = $1 AND idem_key = $2"
-        ),
-        &[&user_id, &key],
-    )
-    .await?;
-    Ok(row.map(|r| {
-        let hash: Option<Vec<u8>> = r.get(8);
-        (record_from_row(&r), hash.unwrap_or_default())
-    }))
-}
-
-/// The sender's debit for a transfer id.
-pub(super) async fn debit_by_transfer<C: GenericClient>(
-    c: &C,
-    user_id: &str,
-    transfer_id: &str,
-) -> Result<Option<TransferRecord>, DbError> {
-    let row = opt(
-        c,
-        &format!(
-            "SELECT {DEBIT_COLUMNS} FROM ledger
-             WHERE kind = 'debit' AND user_id = $1 AND transfer_id = $2"
-        ),
-        &[&user_id, &transfer_id],
-    )
-    .await?;
-    Ok(row.as_ref().map(record_from_row))
 }
 
 /// The ledger first (it outlives the key row), then the key row.
@@ -303,158 +263,6 @@ pub(super) async fn close_unexecuted(
         })
     };
     with_partition(store, bucket, attempt).await
-}
-
-/// What the debit decision reads, in one statement: the sender's balance (its row locked
-/// so one sender's debits run one at a time), the recipient's, and whether a debit for
-/// this key exists already (the last guard).
-struct Position {
-    balance: i64,
-    recipient: i64,
-    debited: bool,
-}
-
-async fn position<C: GenericClient>(
-    c: &C,
-    user_id: &str,
-    recipient: &str,
-    key: &str,
-) -> Result<Position, DbError> {
-    let debited_sql =
-        "EXISTS (SELECT 1 FROM ledger WHERE kind = 'debit' AND user_id = $1 AND idem_key = $3)";
-    let row = opt(
-        c,
-        &format!(
-            "SELECT balance_minor,
-                    COALESCE((SELECT balance_minor FROM balances WHERE user_id = $2), 0),
-                    {debited_sql}
-             FROM balances WHERE user_id = $1 FOR UPDATE"
-        ),
-        &[&user_id, &recipient, &key],
-    )
-    .await?;
-    Ok(match row {
-        Some(r) => Position {
-            balance: r.get(0),
-            recipient: r.get(1),
-            debited: r.get(2),
-        },
-        // No balance row: nothing was ever credited, so nothing can be debited either.
-        None => Position {
-            balance: 0,
-            recipient: 0,
-            debited: debit_by_key(c, user_id, key).await?.is_some(),
-        },
-    })
-}
-
-/// Phase 3 in one transaction: the fence, then the same decisions as SQLite's
-/// `commit_transfer`: the ledger guard, 402, the recipient's limit, an unauthorised
-/// commit, and only then the debit, the outbox event and the completed key.
-pub(super) async fn commit_in(
-    tx: &Transaction<'_>,
-    record: &TransferRecord,
-    hash: &[u8],
-    lock_id: &str,
-    rules: Rules,
-) -> Result<Answer, DbError> {
-    let (user, key) = (
-        record.from_user_id.as_str(),
-        record.idempotency_key.as_str(),
-    );
-    if rules.fenced && !hold(tx, user, key, lock_id).await? {
-        tracing::warn!(key, "lock lost before the debit: nothing moved");
-        return Ok(Problem::key_in_use().into());
-    }
-    let pos = position(tx, user, &record.to_user_id, key).await?;
-    if pos.debited {
-        if let Some(answer) = guard(tx, user, key, lock_id, hash).await? {
-            return Ok(answer);
-        }
-    }
-    if pos.balance < record.amount_minor {
-        let problem = transfer::insufficient_funds(pos.balance, record.amount_minor);
-        complete(tx, user, key, lock_id, 402, &problem.body_bytes()).await?;
-        return Ok(problem.into());
-    }
-    if transfer::recipient_full(pos.recipient, record.amount_minor, rules.max_balance) {
-        let problem = transfer::recipient_balance_limit();
-        complete(tx, user, key, lock_id, 422, &problem.body_bytes()).await?;
-        return Ok(problem.into());
-    }
-    if rules.authorised == Authorised::No {
-        // Money arrived since the pre-check: no debit without the gateway.
-        release(tx, user, key, lock_id).await?;
-        return Ok(Problem::key_in_use().into());
-    }
-    let body = record.to_json();
-    // The debit, its outbox event and the completed key in one statement; the ON CONFLICT
-    // of the one-debit-per-key index makes it all or nothing.
-    let inserted = opt(
-        tx,
-        "WITH debit AS (
-             INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
-                                 counterparty, currency, note, created_at_ms)
-             VALUES ($1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9)
-             ON CONFLICT (user_id, idem_key) WHERE kind = 'debit' DO NOTHING
-             RETURNING 1),
-         event AS (
-             INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
-             SELECT 'TransferDone', $3, $10, $9 FROM debit),
-         done AS (
-             UPDATE idempotency_keys SET state = 'completed', response_status = 201,
-                                         response_body = $11
-             WHERE user_id = $1 AND idem_key = $4 AND lock_id = $12 AND state = 'in_progress'
-               AND EXISTS (SELECT 1 FROM debit))
-         SELECT COUNT(*) FROM debit",
-        &[
-            &record.from_user_id,
-            &record.amount_minor,
-            &record.transfer_id,
-            &record.idempotency_key,
-            &hash,
-            &record.to_user_id,
-            &record.currency,
-            &record.note,
-            &record.created_at_ms,
-            &String::from_utf8_lossy(&body).as_ref(),
-            &body,
-            &lock_id,
-        ],
-    )
-    .await?
-    .is_some_and(|r| r.get::<_, i64>(0) == 1);
-    if !inserted {
-        // A concurrent debit for this key committed after our read (only without the
-        // fence): the guard answers from it.
-        return Ok(guard(tx, user, key, lock_id, hash)
-            .await?
-            .unwrap_or_else(|| Problem::key_in_use().into()));
-    }
-    Ok(Answer::committed(body))
-}
-
-/// The last guard: if money already moved for this key, the answer comes from the ledger
-/// (a replay of the same request, or 422 for another body) and the key is settled.
-async fn guard(
-    tx: &Transaction<'_>,
-    user: &str,
-    key: &str,
-    lock_id: &str,
-    hash: &[u8],
-) -> Result<Option<Answer>, DbError> {
-    Ok(match debit_by_key(tx, user, key).await? {
-        None => None,
-        Some((existing, stored_hash)) if stored_hash == hash => {
-            let body = existing.to_json();
-            complete(tx, user, key, lock_id, 201, &body).await?;
-            Some(Answer::replay(201, body))
-        }
-        Some(_) => {
-            release(tx, user, key, lock_id).await?;
-            Some(Problem::key_reused().into())
-        }
-    })
 }
 
 /// Every key `IN_PROGRESS`, with its holder and lease, for the reaper to judge.

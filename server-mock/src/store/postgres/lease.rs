@@ -12,6 +12,9 @@
 //!   as measured by the **observer's** monotonic clock (the holder was killed or hangs),
 //!   or it never had a row.
 //!
+//! A row silent for [`forget_after`] (many lock timeouts) is removed (see `heartbeat`):
+//! a missing row also means dead, so removal changes no judgement.
+//!
 //! No wall clock and no database clock is involved, so a wall-clock jump on any machine
 //! (or the test API's clock) expires nothing: we chose this over `now()` of the database,
 //! which would make every lease depend on one server's clock never stepping. The cost: a
@@ -48,6 +51,8 @@ impl Observer {
         dead_after: Duration,
     ) -> HashMap<String, Holder> {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        // Rows removed (by any instance) are forgotten here too: the memory stays as small as the table.
+        seen.retain(|id, _| beats.iter().any(|(b, _)| b == id));
         beats
             .into_iter()
             .map(|(id, mono_ms)| {
@@ -60,6 +65,22 @@ impl Observer {
             })
             .collect()
     }
+
+    /// The instances (and their last heartbeat value) whose heartbeat has not moved for
+    /// `at_least` by this observer's clock at `now`.
+    pub fn silent_for(&self, now: Instant, at_least: Duration) -> Vec<(String, i64)> {
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.iter()
+            .filter(|(_, (_, since))| now.duration_since(*since) >= at_least)
+            .map(|(id, (mono_ms, _))| (id.clone(), *mono_ms))
+            .collect()
+    }
+}
+
+/// How long a silent heartbeat row stays before an observer removes it: many times
+/// [`dead_after`], so every lock its instance held was taken over long before.
+pub fn forget_after(lock_timeout: Duration) -> Duration {
+    dead_after(lock_timeout) * 20
 }
 
 /// How long a silent heartbeat means a dead instance: the lock timeout, but never less
@@ -136,6 +157,27 @@ mod tests {
             expired("gone", 1_000, "me", 0, &h, 60_000),
             "no heartbeat row"
         );
+    }
+
+    #[test]
+    fn only_instances_silent_long_enough_are_forgettable_and_removed_rows_are_forgotten() {
+        let obs = Observer::default();
+        let t0 = Instant::now();
+        let dead = Duration::from_secs(1);
+        let forget = forget_after(dead);
+        let _ = obs.observe(vec![("dead".into(), 7), ("live".into(), 1)], t0, dead);
+        let later = t0 + forget - Duration::from_millis(1);
+        let _ = obs.observe(vec![("dead".into(), 7), ("live".into(), 900)], later, dead);
+        assert!(obs.silent_for(later, forget).is_empty(), "not yet");
+        let at = t0 + forget;
+        assert_eq!(obs.silent_for(at, forget), vec![("dead".to_string(), 7)]);
+        // Another instance removed the row: this observer forgets it on its next read.
+        let _ = obs.observe(vec![("live".into(), 901)], at, dead);
+        assert!(obs
+            .silent_for(at + forget, forget)
+            .iter()
+            .all(|(id, _)| id != "dead"));
+        assert!(forget > dead_after(dead) * 10, "much longer than the lease");
     }
 
     #[test]

@@ -31,6 +31,8 @@ use crate::reaper::{Resolved, Stuck};
 use crate::transfer::{Answer, Caller, Rules};
 
 mod accounts;
+mod commit;
+mod heartbeat;
 mod keys;
 pub mod lease;
 pub mod partitions;
@@ -84,6 +86,7 @@ macro_rules! in_transaction {
     }};
 }
 pub(crate) use in_transaction;
+pub use schema::fresh_database;
 
 /// The PostgreSQL store of one server instance.
 pub struct PgStore {
@@ -153,8 +156,8 @@ impl PgStore {
             .build()
             .map_err(|e| DbError::Task(format!("connection pool: {e}")))?;
         schema::create(&mut pool.get().await?).await?;
-        beat(&pool, &instance).await?;
-        let heartbeat = tokio::spawn(heartbeat(pool.clone(), instance.clone()));
+        heartbeat::beat(&pool, &instance).await?;
+        let heartbeat = tokio::spawn(heartbeat::run(pool.clone(), instance.clone()));
         Ok(Self {
             pool,
             instance,
@@ -176,31 +179,6 @@ impl PgStore {
     /// A pooled connection (waits at most [`POOL_WAIT`], then [`DbError::Busy`]).
     pub async fn client(&self) -> Result<deadpool_postgres::Client, DbError> {
         Ok(self.pool.get().await?)
-    }
-}
-
-/// Publishes this instance's monotonic time (see [`lease`]).
-async fn beat(pool: &Pool, instance: &Instance) -> Result<(), DbError> {
-    let client = pool.get().await?;
-    exec(
-        &client,
-        "INSERT INTO server_instances (instance_id, mono_ms) VALUES ($1, $2)
-         ON CONFLICT (instance_id) DO UPDATE SET mono_ms = EXCLUDED.mono_ms",
-        &[&&*instance.id, &instance.mono_ms()],
-    )
-    .await?;
-    Ok(())
-}
-
-/// Beats every [`lease::HEARTBEAT`] until the store is dropped.
-async fn heartbeat(pool: Pool, instance: Instance) {
-    let mut every = tokio::time::interval(lease::HEARTBEAT);
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        every.tick().await;
-        if let Err(e) = beat(&pool, &instance).await {
-            tracing::warn!(%e, "heartbeat failed");
-        }
     }
 }
 
@@ -287,7 +265,7 @@ impl Store for PgStore {
         rules: Rules,
     ) -> Fut<'_, Answer> {
         Box::pin(async move {
-            in_transaction!(self, |tx| keys::commit_in(
+            in_transaction!(self, |tx| commit::commit_in(
                 &tx, &record, &hash, &lock_id, rules
             )
             .await?)
@@ -328,26 +306,21 @@ impl Store for PgStore {
         transfer_id: String,
     ) -> Fut<'_, Option<TransferRecord>> {
         Box::pin(async move {
-            keys::debit_by_transfer(&self.client().await?, &user_id, &transfer_id).await
+            commit::debit_by_transfer(&self.client().await?, &user_id, &transfer_id).await
         })
     }
 
     fn stuck_keys(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>> {
         Box::pin(async move {
             let client = self.client().await?;
-            let beats = rows(
-                &client,
-                "SELECT instance_id, mono_ms FROM server_instances",
-                &[],
-            )
-            .await?
-            .iter()
-            .map(|r| (r.get(0), r.get(1)))
-            .collect();
             let timeout = Duration::from_millis(u64::try_from(lock_timeout_ms).unwrap_or(0));
-            let holders = self
-                .observer
-                .observe(beats, Instant::now(), lease::dead_after(timeout));
+            let holders = heartbeat::holders(
+                &client,
+                (&self.observer, &self.instance.id),
+                Instant::now(),
+                timeout,
+            )
+            .await?;
             let my_mono = self.instance.mono_ms();
             let candidates = keys::in_progress(&client).await?;
             Ok(candidates

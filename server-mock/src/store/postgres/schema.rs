@@ -149,3 +149,22 @@ pub(super) async fn create(client: &mut deadpool_postgres::Client) -> Result<(),
     tx.commit().await?;
     Ok(())
 }
+
+/// Creates a new, empty database `{prefix}_{random}` on the cluster `url` and returns its
+/// URL (the same cluster, the new database): tests, rides and benchmarks each start from one.
+pub async fn fresh_database(url: &str, prefix: &str) -> Result<String, DbError> {
+    if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+        return Err(DbError::Task(format!("bad database prefix {prefix:?}")));
+    }
+    let name = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    let task = tokio::spawn(conn);
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await?;
+    drop(client);
+    let _ = task.await;
+    // The key-value `dbname` overrides the URL's own (also for a unix-socket host).
+    let sep = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{sep}dbname={name}"))
+}

@@ -14,20 +14,7 @@ async fn fresh(pool_size: usize) -> Option<PgStore> {
         eprintln!("skipped: SENDONCE_TEST_POSTGRES is not set (scripts/pg start prints it)");
         return None;
     };
-    let db = format!("u_{}", uuid::Uuid::new_v4().simple());
-    let (client, conn) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
-    let task = tokio::spawn(conn);
-    client
-        .batch_execute(&format!("CREATE DATABASE {db}"))
-        .await
-        .expect("create database");
-    drop(client);
-    let _ = task.await;
-    // Same cluster, other database: the key-value form overrides the URL's dbname.
-    let url = format!(
-        "{url}{}dbname={db}",
-        if url.contains('?') { "&" } else { "?" }
-    );
+    let url = fresh_database(&url, "u").await.expect("a fresh database");
     Some(
         PgStore::open(&url, pool_size, Instance::new())
             .await
@@ -130,4 +117,63 @@ async fn an_exhausted_pool_answers_busy_not_a_hang() {
     assert_eq!((p.status.as_u16(), p.retry_after), (503, Some(1)));
     drop(held);
     assert_eq!(store.balance("u".into()).await.unwrap(), 0, "usable again");
+}
+
+#[tokio::test]
+async fn a_long_dead_instances_heartbeat_row_is_removed_but_not_one_that_beat_again() {
+    let Some(store) = fresh(4).await else { return };
+    let client = store.client().await.unwrap();
+    client
+        .batch_execute("INSERT INTO server_instances VALUES ('ghost', 5), ('revived', 9)")
+        .await
+        .unwrap();
+    let lock = Duration::from_millis(300);
+    let observer = lease::Observer::default();
+    let t0 = Instant::now();
+    let h = heartbeat::holders(&client, (&observer, &store.instance.id), t0, lock)
+        .await
+        .unwrap();
+    assert!(h.contains_key("ghost") && h.contains_key("revived"));
+    let forget = lease::forget_after(lock);
+    assert_eq!(
+        heartbeat::forget_silent(
+            &client,
+            (&observer, &store.instance.id),
+            t0 + forget / 2,
+            forget
+        )
+        .await
+        .unwrap(),
+        0,
+        "dead, but not for long enough"
+    );
+    // 'revived' beats after this observer last read it and before it removes.
+    client
+        .batch_execute("UPDATE server_instances SET mono_ms = 10 WHERE instance_id = 'revived'")
+        .await
+        .unwrap();
+    let later = t0 + forget;
+    let removed = heartbeat::forget_silent(&client, (&observer, &store.instance.id), later, forget)
+        .await
+        .unwrap();
+    let left: Vec<String> = client
+        .query(
+            "SELECT instance_id FROM server_instances WHERE instance_id <> $1",
+            &[&&*store.instance.id],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(removed, 1, "{left:?}");
+    assert_eq!(left, vec!["revived".to_string()]);
+    // The next read forgets it, and its locks stay expired (no row means dead).
+    let h = heartbeat::holders(&client, (&observer, &store.instance.id), later, lock)
+        .await
+        .unwrap();
+    assert!(!h.contains_key("ghost"));
+    assert!(lease::expired("ghost", 5, "me", 0, &h, 300));
+    // The observer never removes its own row, silent or not.
+    assert!(h.contains_key(&*store.instance.id));
 }

@@ -1,0 +1,83 @@
+//! What the ride tests share: running `sendonce-sim ride --json`, and the verdicts they assert.
+
+// Each test file uses only some of these.
+#![allow(dead_code)]
+
+use std::process::Command;
+
+use serde_json::Value;
+
+/// One finished ride: its exit code, its JSON report and its stderr.
+pub struct Ride {
+    /// 0: every invariant held; 1: the checker failed the ride; 2: it could not run.
+    pub code: i32,
+    /// The `--json` report.
+    pub report: Value,
+    /// The FAIL lines and logs.
+    pub stderr: String,
+}
+
+/// Runs `sendonce-sim ride --json ARGS` with `env` added to its environment.
+pub fn ride_with_env(args: &[&str], env: &[(&str, &str)]) -> Ride {
+    let out = Command::new(env!("CARGO_BIN_EXE_sendonce-sim"))
+        .args(["ride", "--json"])
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("sendonce-sim runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("JSON report ({e}): {stdout}\n{stderr}"));
+    Ride {
+        code: out.status.code().unwrap_or(-1),
+        report,
+        stderr,
+    }
+}
+
+/// Runs `sendonce-sim ride --json ARGS`.
+pub fn ride(args: &[&str]) -> Ride {
+    ride_with_env(args, &[])
+}
+
+impl Ride {
+    /// The ride passed: exit 0, every invariant held, no double debit, no lost transfer.
+    pub fn assert_holds(&self) -> &Value {
+        let r = &self.report;
+        assert_eq!(self.code, 0, "ride failed: {r:#}\n{}", self.stderr);
+        assert_eq!(r["invariants_ok"], true, "{r:#}");
+        assert_eq!(r["double_debits"], 0, "{r:#}");
+        assert_eq!(r["lost"], 0, "{r:#}");
+        r
+    }
+
+    /// The checker failed the ride (`what` broke it), saying every one of `fails` on stderr.
+    pub fn assert_caught(&self, what: &str, fails: &[&str]) -> &Value {
+        let r = &self.report;
+        assert_eq!(
+            self.code, 1,
+            "{what} must fail the ride: {r:#}\n{}",
+            self.stderr
+        );
+        assert_eq!(r["invariants_ok"], false, "{r:#}");
+        for fail in fails {
+            assert!(
+                self.stderr.contains(fail),
+                "no {fail:?} on stderr: {}",
+                self.stderr
+            );
+        }
+        r
+    }
+
+    /// The report says the ride ran in real time, naming every one of `causes`.
+    pub fn assert_real_time_because(&self, causes: &[&str]) {
+        let r = &self.report;
+        assert_eq!(r["deterministic"], false, "{r:#}");
+        let why = r["not_deterministic_because"].as_str().unwrap_or("");
+        for cause in causes {
+            assert!(why.contains(cause), "{cause:?} not named: {r:#}");
+        }
+    }
+}
