@@ -75,32 +75,25 @@ fn has_wal(path: &Path) -> bool {
     std::fs::metadata(PathBuf::from(wal)).is_ok_and(|m| m.len() > 0)
 }
 
-/// [`read_identity`], read again while it fails as a half-written file would.
+/// [`read_identity`], read again under the instance lock when it fails as a half-written file would.
 ///
 /// The immutable read takes no lock, so a checkpoint of ours in progress (another instance in this
 /// process that is closing, or the `:worker` process) can make it see a torn page and fail with
 /// `SQLITE_CORRUPT` although the file is fine, and a `TRUNCATE` checkpoint may have emptied the WAL by
-/// the time the error is looked at. A checkpoint ends within milliseconds, so a few tries tell a live
-/// file from a broken one; a file that still fails while another instance holds its lock is that
-/// instance's (`AlreadyOpen`), not corrupt.
+/// the time the error is looked at. Such a file whose lock a live instance holds is that instance's
+/// (`AlreadyOpen`). Once this call holds the lock no instance of ours is writing, so a second read
+/// tells a live file from a broken one at once. (Waiting for the read to succeed instead cost a file
+/// killed mid-checkpoint 200 ms at every open until one got through: sdk/tests/sigkill.rs's children,
+/// killed within 60 ms, then never sent again.)
 fn read_identity_settled(path: &Path) -> Result<Identity> {
-    let mut last = None;
-    for _ in 0..20 {
-        match read_identity(path) {
-            Ok(identity) => return Ok(identity),
-            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => {
-                return Err(e.into())
-            }
-            Err(e) => last = Some(e),
+    match read_identity(path) {
+        Ok(identity) => Ok(identity),
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => Err(e.into()),
+        Err(_) => {
+            let _quiet = take_instance_lock(path)?;
+            Ok(read_identity(path)?)
         }
-        std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    // Held by a live instance: that instance decides; drop the probe lock at once.
-    take_instance_lock(path)?;
-    Err(last.map_or_else(
-        || SdkError::StorageCorrupt("unreadable".into()),
-        SdkError::from,
-    ))
 }
 
 /// Application id, schema version and tables, read through an immutable connection.
