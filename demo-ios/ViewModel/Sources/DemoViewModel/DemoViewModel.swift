@@ -303,11 +303,15 @@ public final class DemoViewModel {
     /// Returns false when the current transfer is still on its way (the composer refuses a new intent).
     private func startNewIntent() async -> Bool {
         guard let s = session else { return true }
+        // Forgotten before the composer moves on: its new state shows the form at once, and a process
+        // death from then on must restore the form, not the old receipt.
+        let saved = memory.transferId
+        memory.transferId = nil
         do {
             try await s.composer.newIntent()
-            memory.transferId = nil
             return true
         } catch {
+            memory.transferId = saved
             model.errorText = Texts.errorText(error, currency: currency(model))
             return false
         }

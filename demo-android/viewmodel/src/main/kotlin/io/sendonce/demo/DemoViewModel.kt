@@ -300,11 +300,15 @@ class DemoViewModel(
     /** Returns false when the current transfer is still on its way (the composer refuses a new intent). */
     private suspend fun startNewIntent(): Boolean {
         val s = session.value ?: return true
+        // Forgotten before the composer moves on: its new state shows the form at once, and a process
+        // death from then on must restore the form, not the old receipt.
+        val saved = memory.transferId
+        memory.transferId = null
         return try {
             s.composer.newIntent()
-            memory.transferId = null
             true
         } catch (e: SendOnceException) {
+            memory.transferId = saved
             model.update { it.copy(errorText = Texts.errorText(e, currency(it))) }
             false
         }
