@@ -115,12 +115,7 @@ class BackgroundTest : ServerTest() {
         val alice = server.createUser("alice", 1_000_000)
         val bob = server.createUser("bob")
         val asked = Collections.synchronizedList(mutableListOf<Boolean>())
-        val provider = object : AccessTokenProvider {
-            override suspend fun token(forceRefresh: Boolean): String? {
-                asked += forceRefresh
-                return alice.token
-            }
-        }
+        val provider = recordingProvider(asked) { alice.token }
         SendOnce.open(config(alice, token = "expired"), provider, null).use { sdk ->
             val t = sdk.sendTransfer(bob.id, 1_000, "BDT")
             val done = withTimeout(30_000) { sdk.awaitOutcome(t.localId) }
@@ -135,12 +130,7 @@ class BackgroundTest : ServerTest() {
         val alice = server.createUser("alice", 1_000_000)
         val bob = server.createUser("bob")
         val asked = Collections.synchronizedList(mutableListOf<Boolean>())
-        val provider = object : AccessTokenProvider {
-            override suspend fun token(forceRefresh: Boolean): String? {
-                asked += forceRefresh
-                throw IllegalStateException("keychain locked")
-            }
-        }
+        val provider = recordingProvider(asked) { throw IllegalStateException("keychain locked") }
         SendOnce.open(config(alice, token = "expired"), provider, null).use { sdk ->
             val t = sdk.sendTransfer(bob.id, 1_000, "BDT")
             withTimeout(30_000) { while (sdk.transfer(t.localId).state != TransferState.AUTH_REQUIRED) kotlinx.coroutines.delay(10) }
@@ -193,6 +183,14 @@ class BackgroundTest : ServerTest() {
         assertTrue(text.contains("attempt answered"), "the sink got the SDK's lines")
         for (secret in listOf(bob.id, "kt-note-marker", alice.token)) {
             assertFalse(text.contains(secret), "$secret logged")
+        }
+    }
+
+    /** A token provider that records the `forceRefresh` of every request, then answers with [answer]. */
+    private fun recordingProvider(asked: MutableList<Boolean>, answer: () -> String?) = object : AccessTokenProvider {
+        override suspend fun token(forceRefresh: Boolean): String? {
+            asked += forceRefresh
+            return answer()
         }
     }
 }
