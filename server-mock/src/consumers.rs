@@ -61,20 +61,28 @@ impl Consumer {
     /// Each event's inbox insert and its effect share one transaction (the whole batch's):
     /// either both happen or neither, so a redelivery (relay retry, broker replay) never
     /// acts twice. One transaction per batch keeps the fsyncs per event low under load.
-    /// The transaction is a SAVEPOINT: its own on a bare connection, or nested in the
-    /// relay's group transaction (`Db::write`).
+    /// The transaction is its own on a bare connection, or the relay's group job
+    /// (`db::atomically`).
     pub fn handle_batch(
         self,
         conn: &mut Connection,
         events: &[(i64, TransferDone)],
         now_ms: i64,
     ) -> Result<usize, DbError> {
-        let tx = conn.savepoint()?;
+        crate::db::atomically(conn, |tx| self.handle_in(tx, events, now_ms))
+    }
+
+    fn handle_in(
+        self,
+        tx: &Connection,
+        events: &[(i64, TransferDone)],
+        now_ms: i64,
+    ) -> Result<usize, DbError> {
         let mut applied = 0;
         for (event_id, event) in events {
             let fresh = tx
                 .prepare_cached(
-                    "INSERT INTO inbox (consumer, event_id, processed_at_ms) VALUES (?1, ?2, ?3)
+                    "INSERT OR ROLLBACK INTO inbox (consumer, event_id, processed_at_ms) VALUES (?1, ?2, ?3)
                  ON CONFLICT (consumer, event_id) DO NOTHING",
                 )?
                 .execute(params![self.name(), event_id, now_ms])?;
@@ -82,14 +90,11 @@ impl Consumer {
                 continue;
             }
             match self {
-                Consumer::WalletCredit => {
-                    ledger::insert_credit(&tx, &event.record(now_ms), now_ms)?
-                }
-                Consumer::Sms => send_sms(&tx, event, now_ms)?,
+                Consumer::WalletCredit => ledger::insert_credit(tx, &event.record(now_ms), now_ms)?,
+                Consumer::Sms => send_sms(tx, event, now_ms)?,
             }
             applied += 1;
         }
-        tx.commit()?;
         Ok(applied)
     }
 }
@@ -102,7 +107,7 @@ fn send_sms(tx: &Connection, event: &TransferDone, now_ms: i64) -> Result<(), Db
         .optional()?;
     let text = sms_text(event, sender.as_deref());
     tx.prepare_cached(
-        "INSERT INTO sms (user_id, transfer_id, text, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+        "INSERT OR ROLLBACK INTO sms (user_id, transfer_id, text, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
     )?
     .execute(params![event.to_user_id, event.transfer_id, text, now_ms])?;
     Ok(())

@@ -9,6 +9,10 @@ use tokio::sync::oneshot;
 
 use crate::schema;
 
+mod group;
+
+use group::{GroupJob, Job, Write};
+
 /// Errors from the storage layer.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -67,18 +71,6 @@ pub enum Durability {
 /// Write jobs that may wait for the writer (a few seconds of peak load).
 const WRITE_QUEUE: usize = 4_096;
 
-/// Most jobs run in one group transaction.
-const MAX_GROUP: usize = 128;
-
-/// Result of a group job: delivers the job's result once the commit outcome is known.
-type Deliver = Box<dyn FnOnce(Result<(), String>) + Send>;
-/// A queued group job: runs inside the group transaction and returns its deliverer and
-/// whether it succeeded (a failed job's SAVEPOINT is rolled back).
-type Job = (
-    Durability,
-    Box<dyn FnOnce(&mut Connection) -> (bool, Deliver) + Send>,
-);
-
 impl Db {
     /// Opens (creating if needed) the database at `path` or in memory for `:memory:`.
     pub fn open(path: &str) -> Result<Self, DbError> {
@@ -93,7 +85,7 @@ impl Db {
         let writer = Arc::clone(&db.conn);
         std::thread::Builder::new()
             .name("db-writer".into())
-            .spawn(move || group_writer(&writer, &queue))
+            .spawn(move || group::group_writer(&writer, &queue))
             .map_err(|e| DbError::Task(e.to_string()))?;
         db.jobs = Some(jobs);
         Ok(db)
@@ -171,32 +163,19 @@ impl Db {
 
     /// Runs `f` with the writer connection inside a group transaction (group commit).
     ///
-    /// Every job queued while the writer is busy runs in the next transaction, each in its
-    /// own SAVEPOINT: an `Err` (or a panic) from `f` rolls back `f`'s writes only, and the
-    /// other jobs still commit. The result is delivered only after the COMMIT, with the
-    /// requested durability; if the COMMIT fails every job of the group gets the error.
-    /// `f` must not BEGIN/COMMIT itself (nested SAVEPOINTs are fine).
+    /// Every job queued while the writer is busy runs in the next transaction: an `Err` (or
+    /// a panic) from `f` rolls back `f`'s writes only, and the other jobs still commit. The
+    /// result is delivered only after the COMMIT, with the requested durability; if the
+    /// COMMIT fails every job of the group gets the error. `f` must not BEGIN/COMMIT itself
+    /// (nested SAVEPOINTs are fine), and it may run more than once (see [`group`]): only
+    /// its last run's writes and result count, so it must act on the connection only.
     pub async fn write<R, F>(&self, durability: Durability, f: F) -> Result<R, DbError>
     where
         R: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
+        F: FnMut(&mut Connection) -> Result<R, DbError> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel::<Result<R, DbError>>();
-        let job = Box::new(move |c: &mut Connection| {
-            let result = catch_unwind(AssertUnwindSafe(|| f(c)))
-                .unwrap_or_else(|_| Err(DbError::Task("write job panicked".into())));
-            let ok = result.is_ok();
-            let deliver: Deliver = Box::new(move |committed: Result<(), String>| {
-                let out = match (committed, result) {
-                    (Ok(()), r) => r,
-                    // The job's own error says more than the group's.
-                    (Err(_), Err(e)) => Err(e),
-                    (Err(e), Ok(_)) => Err(DbError::Task(format!("group commit failed: {e}"))),
-                };
-                let _ = tx.send(out);
-            });
-            (ok, deliver)
-        });
+        let job: Box<dyn GroupJob> = Box::new(Write::new(f, tx));
         match &self.jobs {
             Some(jobs) => jobs.try_send((durability, job)).map_err(|e| match e {
                 mpsc::TrySendError::Full(_) => DbError::Busy,
@@ -204,7 +183,7 @@ impl Db {
                     DbError::Task("database writer stopped".into())
                 }
             })?,
-            None => run_group(&mut Self::lock(&self.conn), durability, vec![job]),
+            None => group::run_group(&mut Self::lock(&self.conn), durability, vec![job]),
         }
         rx.await
             .map_err(|_| DbError::Task("database writer dropped the job".into()))?
@@ -263,98 +242,24 @@ fn create_private(path: &str) -> Result<(), DbError> {
     }
 }
 
-/// The writer thread: takes every queued job, runs them in group transactions and
-/// delivers their results after the commit. Ends when every `Db` handle is dropped.
-fn group_writer(conn: &Mutex<Connection>, queue: &mpsc::Receiver<Job>) {
-    while let Ok(first) = queue.recv() {
-        let mut normal = Vec::new();
-        let mut full = Vec::new();
-        let mut next = Some(first);
-        while let Some((durability, job)) = next {
-            match durability {
-                Durability::Normal => normal.push(job),
-                Durability::Full => full.push(job),
-            }
-            next = if normal.len() + full.len() < MAX_GROUP {
-                queue.try_recv().ok()
-            } else {
-                None
-            };
-        }
-        let mut c = Db::lock(conn);
-        // NORMAL jobs first, in their own transaction: they are answered without waiting for
-        // an fsync, and the FULL commit right after (if any) makes them durable too. Jobs in
-        // one queue are concurrent requests, so any order between them is a valid one.
-        // (Measured: putting them in the FULL transaction instead makes each claim wait for
-        // an fsync and costs ~40 % of first-request throughput.)
-        if !normal.is_empty() {
-            run_group(&mut c, Durability::Normal, normal);
-        }
-        if !full.is_empty() {
-            run_group(&mut c, Durability::Full, full);
-        }
+/// Runs `f` as one transaction: its own on a connection outside any (a bare connection),
+/// or as part of the caller's — a group job is rolled back as a whole when it fails (see
+/// [`group`]), so no SAVEPOINT, and no sub-journal copy of every page it touches, is needed.
+/// Callers that run `f` inside their own transaction must roll back when it fails.
+pub(crate) fn atomically<T>(
+    conn: &mut Connection,
+    f: impl FnOnce(&Connection) -> Result<T, DbError>,
+) -> Result<T, DbError> {
+    if !conn.is_autocommit() {
+        return f(conn);
     }
+    let tx = conn.transaction()?;
+    let out = f(&tx)?;
+    tx.commit()?;
+    Ok(out)
 }
 
-type JobFn = Box<dyn FnOnce(&mut Connection) -> (bool, Deliver) + Send>;
-
-/// One group transaction; every job's result is delivered before it returns.
-fn run_group(c: &mut Connection, durability: Durability, jobs: Vec<JobFn>) {
-    let mut pending: Vec<Deliver> = Vec::with_capacity(jobs.len());
-    let mut jobs = jobs.into_iter();
-    if durability == Durability::Normal {
-        // Cached like BEGIN and COMMIT: NORMAL groups (claims, gateway records, relay
-        // batches) are most groups, and parsing the pragma twice per group was ~2 % of a
-        // first request's instructions (callgrind).
-        if let Err(e) = exec(c, "PRAGMA synchronous = NORMAL") {
-            tracing::warn!(%e, "cannot lower synchronous; committing with FULL");
-        }
-    }
-    let outcome = (|| -> Result<(), rusqlite::Error> {
-        exec(c, "BEGIN IMMEDIATE")?;
-        for job in jobs.by_ref() {
-            exec(c, "SAVEPOINT group_job")?;
-            let (ok, deliver) = job(c);
-            pending.push(deliver);
-            if c.is_autocommit() {
-                // SQLite rolled the whole transaction back (I/O error, disk full): the jobs
-                // before this one are gone too, so the group fails as a whole.
-                return Err(rusqlite::Error::SqliteFailure(
-                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
-                    Some("transaction rolled back by SQLite during a job".into()),
-                ));
-            }
-            if !ok {
-                exec(c, "ROLLBACK TO group_job")?;
-            }
-            exec(c, "RELEASE group_job")?;
-        }
-        exec(c, "COMMIT")
-    })();
-    let committed = match outcome {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            tracing::warn!(%e, "group transaction failed; rolling back");
-            if !c.is_autocommit() {
-                let _ = c.execute_batch("ROLLBACK");
-            }
-            Err(e.to_string())
-        }
-    };
-    if durability == Durability::Normal {
-        if let Err(e) = exec(c, "PRAGMA synchronous = FULL") {
-            tracing::error!(%e, "cannot restore synchronous=FULL");
-        }
-    }
-    for deliver in pending {
-        deliver(committed.clone());
-    }
-    // Jobs never started (the group failed before them) are told so.
-    for job in jobs {
-        drop(job);
-    }
-}
-
+/// Runs one cached statement without parameters.
 fn exec(c: &Connection, sql: &str) -> Result<(), rusqlite::Error> {
     c.prepare_cached(sql)?.execute([])?;
     Ok(())

@@ -51,17 +51,28 @@ pub fn record(
     fresh: &str,
     now_ms: i64,
 ) -> Result<Authorization, DbError> {
-    let (authorization_id, calls): (String, i64) = c
+    // The first call (every first request's) is one insert: no upsert DO UPDATE, no
+    // RETURNING — either would make SQLite keep a statement journal or a temporary table
+    // for the statement (see db/group.rs). A repeated step (after a crash, a reaper release)
+    // counts the call and reads the stored id.
+    let inserted = c
         .prepare_cached(
-            "INSERT INTO gateway_authorizations
+            "INSERT OR ROLLBACK INTO gateway_authorizations
                  (user_id, idem_key, authorization_id, calls, created_at_ms)
              VALUES (?1, ?2, ?3, 1, ?4)
-             ON CONFLICT (user_id, idem_key) DO UPDATE SET calls = calls + 1
+             ON CONFLICT (user_id, idem_key) DO NOTHING",
+        )?
+        .execute(params![user, key, fresh, now_ms])?;
+    let (authorization_id, calls): (String, i64) = if inserted == 1 {
+        (fresh.to_string(), 1)
+    } else {
+        c.prepare_cached(
+            "UPDATE gateway_authorizations SET calls = calls + 1
+             WHERE user_id = ?1 AND idem_key = ?2
              RETURNING authorization_id, calls",
         )?
-        .query_row(params![user, key, fresh, now_ms], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
+        .query_row(params![user, key], |r| Ok((r.get(0)?, r.get(1)?)))?
+    };
     Ok(Authorization {
         authorization_id,
         calls: u32::try_from(calls).unwrap_or(u32::MAX),

@@ -129,13 +129,15 @@ pub struct Lease<'a> {
 
 /// Phase 1: insert the key row `IN_PROGRESS`; the primary key decides a race.
 ///
-/// Runs in a SAVEPOINT: its own transaction on a bare connection, or nested in a group
-/// transaction (`Db::write`).
+/// One transaction (`db::atomically`): its own on a bare connection, or the group job's.
 pub fn claim(conn: &mut Connection, k: &NewKey<'_>) -> Result<Claim, DbError> {
-    let tx = conn.savepoint()?;
+    crate::db::atomically(conn, |tx| claim_in(tx, k))
+}
+
+fn claim_in(tx: &Connection, k: &NewKey<'_>) -> Result<Claim, DbError> {
     let inserted = tx
         .prepare_cached(
-            "INSERT INTO idempotency_keys
+            "INSERT OR ROLLBACK INTO idempotency_keys
             (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms, bucket,
              lock_instance, lock_mono_ms, request_body)
          VALUES (?1, ?2, ?3, 'in_progress', ?4, ?5, ?5, ?6, ?7, ?8, ?9)
@@ -153,12 +155,9 @@ pub fn claim(conn: &mut Connection, k: &NewKey<'_>) -> Result<Claim, DbError> {
             k.body
         ])?;
     if inserted == 1 {
-        tx.commit()?;
         return Ok(Claim::Acquired);
     }
-    let existing = read(&tx, k.user_id, k.key)?;
-    tx.commit()?;
-    match existing {
+    match read(tx, k.user_id, k.key)? {
         Some(row) => Ok(Claim::Exists(row.into_existing(k.hash))),
         // Unreachable inside one IMMEDIATE transaction; answer "busy" rather than guess.
         None => Ok(Claim::Exists(Existing::InProgress { same_request: true })),
@@ -237,7 +236,7 @@ pub fn complete(
 ) -> Result<bool, DbError> {
     let n = conn
         .prepare_cached(
-            "UPDATE idempotency_keys
+            "UPDATE OR ROLLBACK idempotency_keys
          SET state = 'completed', response_status = ?4, response_body = ?5
          WHERE user_id = ?1 AND idem_key = ?2 AND lock_id = ?3 AND state = 'in_progress'",
         )?
@@ -257,29 +256,28 @@ pub fn close_unexecuted(
     bucket_width_ms: i64,
     body: &[u8],
 ) -> Result<Option<KeyRow>, DbError> {
-    let tx = conn.savepoint()?;
-    let inserted = tx
-        .prepare_cached(
-            "INSERT INTO idempotency_keys
+    crate::db::atomically(conn, |tx| {
+        let inserted = tx
+            .prepare_cached(
+                "INSERT INTO idempotency_keys
             (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms, bucket,
              response_status, response_body)
          VALUES (?1, ?2, x'', 'completed', '', ?3, ?3, ?4, 404, ?5)
          ON CONFLICT (user_id, idem_key) DO NOTHING",
-        )?
-        .execute(params![
-            user_id,
-            key,
-            now_ms,
-            now_ms.div_euclid(bucket_width_ms),
-            body
-        ])?;
-    let row = if inserted == 1 {
-        None
-    } else {
-        read(&tx, user_id, key)?
-    };
-    tx.commit()?;
-    Ok(row)
+            )?
+            .execute(params![
+                user_id,
+                key,
+                now_ms,
+                now_ms.div_euclid(bucket_width_ms),
+                body
+            ])?;
+        Ok(if inserted == 1 {
+            None
+        } else {
+            read(tx, user_id, key)?
+        })
+    })
 }
 
 /// Releases (deletes) the row we own, so a retry executes from scratch.

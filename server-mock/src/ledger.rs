@@ -132,7 +132,7 @@ pub fn deposit(
 /// Inserts the debit; fails with a UNIQUE violation if this (user, key) already debited.
 pub fn insert_debit(conn: &Connection, t: &TransferRecord, hash: &[u8]) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
+        "INSERT OR ROLLBACK INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
                              counterparty, currency, note, created_at_ms)
          VALUES (?1, 'debit', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
@@ -165,7 +165,7 @@ fn check_room(conn: &Connection, user_id: &str, amount: i64) -> Result<(), DbErr
 pub fn insert_credit(conn: &Connection, t: &TransferRecord, now_ms: i64) -> Result<(), DbError> {
     check_room(conn, &t.to_user_id, t.amount_minor)?;
     conn.prepare_cached(
-        "INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, counterparty,
+        "INSERT OR ROLLBACK INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, counterparty,
                              currency, note, created_at_ms)
          VALUES (?1, 'credit', ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?

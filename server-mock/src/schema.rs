@@ -20,7 +20,9 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     user_id         TEXT NOT NULL,
     idem_key        TEXT NOT NULL,
     request_hash    BLOB NOT NULL,
-    state           TEXT NOT NULL CHECK (state IN ('in_progress', 'completed')),
+    -- CHECKs with `=`/`OR`, not `IN (…)`: SQLite builds a temporary table for an IN list on
+    -- every insert or update that checks it (files made before keep the IN form).
+    state           TEXT NOT NULL CHECK (state = 'in_progress' OR state = 'completed'),
     lock_id         TEXT NOT NULL,
     locked_at_ms    INTEGER NOT NULL,
     -- The lease, in the holder's monotonic time: which server process holds the lock and
@@ -57,10 +59,13 @@ CREATE TABLE IF NOT EXISTS gateway_authorizations (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS gateway_authorizations_age ON gateway_authorizations (created_at_ms);
 
+-- Append-only, so a plain rowid (max + 1) never reuses an id either; AUTOINCREMENT would
+-- cost a read and a write of sqlite_sequence per entry (files made before keep it). The
+-- same holds for `sms` and `bench_plain`; not for `outbox`, whose ids the inboxes keep.
 CREATE TABLE IF NOT EXISTS ledger (
-    entry_id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    entry_id      INTEGER PRIMARY KEY,
     user_id       TEXT NOT NULL,
-    kind          TEXT NOT NULL CHECK (kind IN ('deposit', 'debit', 'credit')),
+    kind          TEXT NOT NULL CHECK (kind = 'deposit' OR kind = 'debit' OR kind = 'credit'),
     amount_minor  INTEGER NOT NULL CHECK (amount_minor > 0),
     transfer_id   TEXT,
     idem_key      TEXT,
@@ -84,11 +89,18 @@ CREATE TABLE IF NOT EXISTS balances (
     balance_minor INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS balances_meta (name TEXT PRIMARY KEY) WITHOUT ROWID;
-CREATE TRIGGER IF NOT EXISTS ledger_balance_insert AFTER INSERT ON ledger BEGIN
-    INSERT INTO balances (user_id, balance_minor)
-    VALUES (NEW.user_id,
-            CASE NEW.kind WHEN 'debit' THEN -NEW.amount_minor ELSE NEW.amount_minor END)
-    ON CONFLICT (user_id) DO UPDATE SET balance_minor = balance_minor + excluded.balance_minor;
+-- Insert the row if missing, then add: not DO UPDATE, because an upsert's DO UPDATE always
+-- checks its constraints with ABORT, which makes SQLite keep a statement journal (a copy of
+-- every page the ledger insert touches) for each insert; the group writer's inserts run
+-- `OR ROLLBACK` (see db/group.rs) and need none. (Replaces `ledger_balance_insert`.)
+DROP TRIGGER IF EXISTS ledger_balance_insert;
+CREATE TRIGGER IF NOT EXISTS ledger_balance_add AFTER INSERT ON ledger BEGIN
+    INSERT INTO balances (user_id, balance_minor) VALUES (NEW.user_id, 0)
+    ON CONFLICT (user_id) DO NOTHING;
+    UPDATE balances
+    SET balance_minor = balance_minor
+        + CASE NEW.kind WHEN 'debit' THEN -NEW.amount_minor ELSE NEW.amount_minor END
+    WHERE user_id = NEW.user_id;
 END;
 CREATE TRIGGER IF NOT EXISTS ledger_balance_delete AFTER DELETE ON ledger BEGIN
     UPDATE balances
@@ -127,7 +139,7 @@ CREATE TABLE IF NOT EXISTS inbox (
 ) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS sms (
-    sms_id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    sms_id        INTEGER PRIMARY KEY,
     user_id       TEXT NOT NULL,
     transfer_id   TEXT NOT NULL,
     text          TEXT NOT NULL,
@@ -145,7 +157,7 @@ CREATE TABLE IF NOT EXISTS beneficiaries (
 
 -- Benchmark baseline: the same kind of row a transfer writes, with no idempotency at all.
 CREATE TABLE IF NOT EXISTS bench_plain (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            INTEGER PRIMARY KEY,
     user_id       TEXT NOT NULL,
     to_user_id    TEXT NOT NULL,
     amount_minor  INTEGER NOT NULL,

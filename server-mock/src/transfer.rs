@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use rusqlite::params;
 
-use crate::db::{is_unique_violation, DbError};
+use crate::db::DbError;
 use crate::gateway;
 use crate::idempotency::{self, Claim, Existing};
 use crate::ledger::{self, TransferRecord};
@@ -309,12 +309,17 @@ pub fn record_from_body(
     })
 }
 
-/// Phase 3 in one transaction (a SAVEPOINT of the group transaction: all or nothing).
+/// Phase 3 in one transaction (`db::atomically`: the group job's, all or nothing).
 ///
 /// First the fence: the key row must still be `IN_PROGRESS` under `lock_id`. A request
 /// that lost its lock (the reaper released it, expiry removed it, the reaper finished it,
 /// another request claimed it since) moves nothing and answers 409 with `Retry-After`:
 /// whoever holds the key now decides, and the retry gets that answer.
+///
+/// Every decision is taken before the debit is written (the order of the PostgreSQL store's
+/// `commit_in`), so nothing written is ever undone and no nested SAVEPOINT is needed; the
+/// ledger's one-debit-per-key index stays the last guard under the look-up — a debit it
+/// refuses fails the job, and the group rolls the job back.
 pub(crate) fn commit_transfer(
     conn: &mut rusqlite::Connection,
     record: &TransferRecord,
@@ -322,83 +327,67 @@ pub(crate) fn commit_transfer(
     lock_id: &str,
     rules: Rules,
 ) -> Result<Answer, DbError> {
-    let mut tx = conn.savepoint()?;
+    crate::db::atomically(conn, |tx| commit_in(tx, record, hash, lock_id, rules))
+}
+
+fn commit_in(
+    tx: &rusqlite::Connection,
+    record: &TransferRecord,
+    hash: &[u8],
+    lock_id: &str,
+    rules: Rules,
+) -> Result<Answer, DbError> {
     let (user, key) = (
         record.from_user_id.as_str(),
         record.idempotency_key.as_str(),
     );
-    if rules.fenced && !idempotency::holds(&tx, user, key, lock_id)? {
+    if rules.fenced && !idempotency::holds(tx, user, key, lock_id)? {
         tracing::warn!(key, "lock lost before the debit: nothing moved");
         return Ok(Problem::key_in_use().into());
     }
-    let balance = ledger::balance(&tx, user)?;
-    let recipient_full = recipient_full(
-        ledger::balance(&tx, &record.to_user_id)?,
-        record.amount_minor,
-        rules.max_balance,
-    );
-    let sp = tx.savepoint()?;
-    match ledger::insert_debit(&sp, record, hash) {
-        Err(e) if is_unique_violation(&e) => {
-            drop(sp);
-            // The last guard fired: money already moved for this key (the key row expired
-            // or was reaped while an earlier attempt was still running). Answer from the ledger.
-            let answer = match ledger::debit_by_key(&tx, user, key)? {
-                Some((existing, stored_hash)) if stored_hash == hash => {
-                    let body = existing.to_json();
-                    idempotency::complete(&tx, user, key, lock_id, 201, &body)?;
-                    Answer::replay(201, body)
-                }
-                _ => {
-                    idempotency::release(&tx, user, key, lock_id)?;
-                    Problem::key_reused().into()
-                }
-            };
-            tx.commit()?;
-            Ok(answer)
-        }
-        Err(e) => Err(e.into()),
-        Ok(()) if balance < record.amount_minor => {
-            drop(sp); // rolls the debit back
-            let problem = insufficient_funds(balance, record.amount_minor);
-            let body = problem.body_bytes();
-            idempotency::complete(&tx, user, key, lock_id, 402, &body)?;
-            tx.commit()?;
-            Ok(problem.into())
-        }
-        Ok(()) if recipient_full => {
-            drop(sp);
-            let problem = recipient_balance_limit();
-            let body = problem.body_bytes();
-            idempotency::complete(&tx, user, key, lock_id, 422, &body)?;
-            tx.commit()?;
-            Ok(problem.into())
-        }
-        Ok(()) if rules.authorised == Authorised::No => {
-            // Money arrived since the pre-check: no debit without the gateway. The retry
-            // runs the whole path.
-            drop(sp);
-            idempotency::release(&tx, user, key, lock_id)?;
-            tx.commit()?;
-            Ok(Problem::key_in_use().into())
-        }
-        Ok(()) => {
-            sp.commit()?;
-            let body = record.to_json();
-            tx.prepare_cached(
-                "INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
-                 VALUES ('TransferDone', ?1, ?2, ?3)",
-            )?
-            .execute(params![
-                record.transfer_id,
-                String::from_utf8_lossy(&body),
-                record.created_at_ms
-            ])?;
-            idempotency::complete(&tx, user, key, lock_id, 201, &body)?;
-            tx.commit()?;
-            Ok(Answer::committed(body))
-        }
+    if let Some((existing, stored_hash)) = ledger::debit_by_key(tx, user, key)? {
+        // The last guard: money already moved for this key (the key row expired or was
+        // reaped while an earlier attempt was still running). Answer from the ledger.
+        return Ok(if stored_hash == hash {
+            let body = existing.to_json();
+            idempotency::complete(tx, user, key, lock_id, 201, &body)?;
+            Answer::replay(201, body)
+        } else {
+            idempotency::release(tx, user, key, lock_id)?;
+            Problem::key_reused().into()
+        });
     }
+    let balance = ledger::balance(tx, user)?;
+    if balance < record.amount_minor {
+        let problem = insufficient_funds(balance, record.amount_minor);
+        idempotency::complete(tx, user, key, lock_id, 402, &problem.body_bytes())?;
+        return Ok(problem.into());
+    }
+    let recipient = ledger::balance(tx, &record.to_user_id)?;
+    if recipient_full(recipient, record.amount_minor, rules.max_balance) {
+        let problem = recipient_balance_limit();
+        idempotency::complete(tx, user, key, lock_id, 422, &problem.body_bytes())?;
+        return Ok(problem.into());
+    }
+    if rules.authorised == Authorised::No {
+        // Money arrived since the pre-check: no debit without the gateway. The retry runs
+        // the whole path.
+        idempotency::release(tx, user, key, lock_id)?;
+        return Ok(Problem::key_in_use().into());
+    }
+    ledger::insert_debit(tx, record, hash)?;
+    let body = record.to_json();
+    tx.prepare_cached(
+        "INSERT OR ROLLBACK INTO outbox (kind, transfer_id, payload, created_at_ms)
+         VALUES ('TransferDone', ?1, ?2, ?3)",
+    )?
+    .execute(params![
+        record.transfer_id,
+        String::from_utf8_lossy(&body),
+        record.created_at_ms
+    ])?;
+    idempotency::complete(tx, user, key, lock_id, 201, &body)?;
+    Ok(Answer::committed(body))
 }
 
 /// The stored 402 of a transfer the balance does not cover.

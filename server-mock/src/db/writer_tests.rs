@@ -32,11 +32,14 @@ mod back_pressure {
         // The first job holds the writer until released.
         let (release, held) = std::sync::mpsc::channel::<()>();
         let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+        let mut started_tx = Some(started_tx);
         let first = {
             let db = Arc::clone(&db);
             tokio::spawn(async move {
                 db.write(Durability::Full, move |_| {
-                    let _ = started_tx.send(());
+                    if let Some(tx) = started_tx.take() {
+                        let _ = tx.send(());
+                    }
                     let _ = held.recv();
                     Ok(())
                 })

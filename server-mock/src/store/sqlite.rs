@@ -387,7 +387,7 @@ impl Store for SqliteStore {
         // transaction, so the baseline gets the same batching under load.
         Box::pin(self.db.write(Durability::Full, move |c| {
             c.prepare_cached(
-                "INSERT INTO bench_plain (user_id, to_user_id, amount_minor, currency, note, created_at_ms)
+                "INSERT OR ROLLBACK INTO bench_plain (user_id, to_user_id, amount_minor, currency, note, created_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
             .execute(params![p.user_id, p.to_user_id, p.amount_minor, p.currency, p.note, p.now_ms])?;
