@@ -32,6 +32,7 @@ use crate::transfer::{Answer, Caller, Rules};
 
 mod accounts;
 mod commit;
+mod floor;
 mod heartbeat;
 mod keys;
 pub mod lease;
@@ -86,6 +87,7 @@ macro_rules! in_transaction {
     }};
 }
 pub(crate) use in_transaction;
+pub use relay::batch_sizes;
 pub use schema::fresh_database;
 
 /// The PostgreSQL store of one server instance.
@@ -441,6 +443,10 @@ impl Store for PgStore {
 
     fn bench_plain(&self, row: PlainRow) -> Fut<'_, i64> {
         Box::pin(accounts::bench_plain(self, row))
+    }
+
+    fn bench_floor(&self, row: PlainRow) -> Option<Fut<'_, i64>> {
+        Some(Box::pin(floor::first_request(self, row)))
     }
 }
 
