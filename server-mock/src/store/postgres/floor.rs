@@ -27,16 +27,20 @@ const GATEWAY: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'o
          (user_id, idem_key, authorization_id, calls, created_at_ms)
      SELECT $1, $2, $3, 1, $4 FROM async";
 
-const DEBIT: &str = "WITH debit AS (
-         INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
-                             counterparty, currency, note, created_at_ms)
-         VALUES ($1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9)),
-     done AS (
+/// The fence and the debit as one: debit and event only if the completion found the key
+/// still `IN_PROGRESS` under our lock.
+const DEBIT: &str = "WITH done AS (
          UPDATE idempotency_keys SET state = 'completed', response_status = 201,
                                      response_body = $11
-         WHERE user_id = $1 AND idem_key = $4 AND bucket = $12)
+         WHERE user_id = $1 AND idem_key = $4 AND bucket = $12 AND lock_id = 'floor'
+           AND state = 'in_progress'
+         RETURNING 1),
+     debit AS (
+         INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
+                             counterparty, currency, note, created_at_ms)
+         SELECT $1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9 FROM done)
      INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
-     VALUES ('TransferDone', $3, $10, $9) RETURNING event_id";
+     SELECT 'TransferDone', $3, $10, $9 FROM done RETURNING event_id";
 
 /// One first request's floor; returns the outbox event id.
 pub(super) async fn first_request(store: &PgStore, p: PlainRow) -> Result<i64, DbError> {

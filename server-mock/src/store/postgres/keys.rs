@@ -100,7 +100,7 @@ pub(super) async fn claim(
 
 /// Runs `attempt` again after a serialization failure or deadlock, like
 /// [`in_transaction!`], for transactions that open and close themselves.
-async fn retrying<T, F, Fut>(store: &PgStore, attempt: F) -> Result<T, DbError>
+pub(super) async fn retrying<T, F, Fut>(store: &PgStore, attempt: F) -> Result<T, DbError>
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T, DbError>>,

@@ -266,12 +266,7 @@ impl Store for PgStore {
         lock_id: String,
         rules: Rules,
     ) -> Fut<'_, Answer> {
-        Box::pin(async move {
-            in_transaction!(self, |tx| commit::commit_in(
-                &tx, &record, &hash, &lock_id, rules
-            )
-            .await?)
-        })
+        Box::pin(async move { commit::commit(self, &record, &hash, &lock_id, rules).await })
     }
 
     fn release(&self, user_id: String, key: String, lock_id: String) -> Fut<'_, ()> {
