@@ -35,6 +35,57 @@ fn cpu_jiffies() -> (u64, u64) {
     (total - idle, total)
 }
 
+/// CPU jiffies so far of this process (server-mock and the load generator) and of every
+/// `postgres` process (the backends, WAL writer, checkpointer), from /proc (Linux).
+fn process_jiffies() -> (u64, u64) {
+    let of = |stat: &str| -> Option<(String, u64)> {
+        let (head, rest) = stat.rsplit_once(") ")?;
+        let comm = head.split_once(" (")?.1.to_string();
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime: fields 14 and 15 of stat, 12 and 13 after the comm.
+        Some((
+            comm,
+            f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?,
+        ))
+    };
+    let own = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| of(&s))
+        .map_or(0, |(_, j)| j);
+    let mut pg = 0;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) {
+            if let Some((comm, j)) = of(&stat) {
+                if comm == "postgres" {
+                    pg += j;
+                }
+            }
+        }
+    }
+    (own, pg)
+}
+
+/// Where the machine's busy CPU went during a load: this process, PostgreSQL, the rest.
+#[derive(Clone, Copy, Default)]
+struct CpuSplit {
+    own: f64,
+    postgres: f64,
+    other: f64,
+}
+
+impl CpuSplit {
+    fn between(before: ((u64, u64), (u64, u64)), after: ((u64, u64), (u64, u64))) -> Self {
+        let busy = (after.0 .0 - before.0 .0).max(1) as f64;
+        let own = after.1 .0.saturating_sub(before.1 .0) as f64 / busy;
+        let postgres = after.1 .1.saturating_sub(before.1 .1) as f64 / busy;
+        Self {
+            own,
+            postgres,
+            other: (1.0 - own - postgres).max(0.0),
+        }
+    }
+}
+
 /// What a closed-loop load saw.
 struct Load {
     rps: f64,
@@ -42,11 +93,15 @@ struct Load {
     errors: usize,
     /// The answers that were not 201, by status (0: no answer).
     not_201: std::collections::BTreeMap<u16, usize>,
+    /// Shares of the machine's busy CPU during the load.
+    cpu: CpuSplit,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     First,
+    /// The contract's minimum writes for a first request (`/v1/bench/floor`).
+    Floor,
     Plain,
 }
 
@@ -164,10 +219,15 @@ async fn closed_loop(
                             )
                             .await
                         }
-                        Kind::Plain => {
+                        Kind::Plain | Kind::Floor => {
+                            let path = if kind == Kind::Plain {
+                                "plain"
+                            } else {
+                                "floor"
+                            };
                             post(
                                 &c,
-                                &format!("{base}/v1/bench/plain"),
+                                &format!("{base}/v1/bench/{path}"),
                                 &user.token,
                                 None,
                                 body,
@@ -198,6 +258,7 @@ async fn closed_loop(
         ms,
         errors: not_201.values().sum(),
         not_201,
+        cpu: CpuSplit::default(),
     }
 }
 
@@ -211,6 +272,7 @@ async fn timed_load(
     secs: f64,
 ) -> Load {
     let stop = Arc::new(AtomicBool::new(false));
+    let before = (cpu_jiffies(), process_jiffies());
     let load = tokio::spawn(closed_loop(
         Arc::new(bases.to_vec()),
         senders.clone(),
@@ -221,7 +283,38 @@ async fn timed_load(
     ));
     tokio::time::sleep(Duration::from_secs_f64(secs)).await;
     stop.store(true, Ordering::Relaxed);
-    load.await.expect("load")
+    let mut load = load.await.expect("load");
+    let after = (cpu_jiffies(), process_jiffies());
+    load.cpu = CpuSplit::between(before, after);
+    load
+}
+
+/// [`timed_load`], then until the relay has delivered every event the load made: its
+/// backlog is part of what the load cost (counted in its time), and left over it would
+/// slow the next round instead (the relay runs behind a saturating load).
+async fn drained_load(
+    db: &tokio_postgres::Client,
+    bases: &[String],
+    senders: &Arc<Vec<User>>,
+    to: &str,
+    kind: Kind,
+    in_flight: usize,
+    secs: f64,
+) -> Load {
+    let started = Instant::now();
+    let before = (cpu_jiffies(), process_jiffies());
+    let mut load = timed_load(bases, senders, to, kind, in_flight, secs).await;
+    let pending = "SELECT EXISTS (SELECT 1 FROM outbox WHERE NOT published)";
+    while db
+        .query_one(pending, &[])
+        .await
+        .is_ok_and(|r| r.get::<_, bool>(0))
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    load.rps = load.ms.len() as f64 / started.elapsed().as_secs_f64();
+    load.cpu = CpuSplit::between(before, (cpu_jiffies(), process_jiffies()));
+    load
 }
 
 /// Runs figure 9; without a cluster it says why and adds nothing.
@@ -248,8 +341,17 @@ pub async fn run(report: &mut Report, quick: bool) {
         );
     }
     let secs = if quick { 1.0 } else { 3.0 };
-    first_vs_plain(report, &url, secs).await;
-    instances(report, &url, secs).await;
+    // `SENDONCE_BENCH_PG_PARTS=a` (or `ab`, …): only those parts, for working on one of them.
+    let parts = std::env::var("SENDONCE_BENCH_PG_PARTS").unwrap_or_else(|_| "abc".into());
+    if parts.contains('a') {
+        first_vs_plain(report, &url, secs).await;
+    }
+    if parts.contains('b') {
+        instances(report, &url, secs).await;
+    }
+    if !parts.contains('c') {
+        return;
+    }
     let sizes: &[i64] = if quick {
         &[100_000]
     } else {
@@ -258,38 +360,104 @@ pub async fn run(report: &mut Report, quick: bool) {
     expiry::drop_vs_delete(report, &url, sizes).await;
 }
 
+/// The same-run rounds of one in-flight level: requests/s and CPU split of each kind.
+#[derive(Default)]
+struct Rounds {
+    rps: Vec<f64>,
+    cpu: Vec<CpuSplit>,
+}
+
+impl Rounds {
+    fn push(&mut self, load: Load) {
+        self.rps.push(load.rps);
+        self.cpu.push(load.cpu);
+    }
+
+    fn p50(&self) -> f64 {
+        summarize(&self.rps).p50
+    }
+
+    /// The CPU split averaged over the rounds, as "own / postgres / other" percentages.
+    fn cpu(&self) -> String {
+        let n = self.cpu.len().max(1) as f64;
+        let avg = |f: fn(&CpuSplit) -> f64| self.cpu.iter().map(f).sum::<f64>() / n * 100.0;
+        format!(
+            "server+load {:.0} % · postgres {:.0} % · other {:.0} %",
+            avg(|c| c.own),
+            avg(|c| c.postgres),
+            avg(|c| c.other)
+        )
+    }
+}
+
+/// Relay batches of each size delivered between two snapshots, as "size: count" pairs.
+fn batch_sizes_between(before: [u64; 8], after: [u64; 8]) -> String {
+    const SIZES: [&str; 8] = [
+        "1", "2-3", "4-7", "8-15", "16-31", "32-63", "64-127", "128+",
+    ];
+    SIZES
+        .iter()
+        .zip(before.iter().zip(after))
+        .filter(|(_, (b, a))| a > *b)
+        .map(|(s, (b, a))| format!("{s}: {}", a - b))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Margin over the floor that the replacement target allows (issue #19's rule).
+const FLOOR_MARGIN: f64 = 1.25;
+
 async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
     let db = fresh_db(url).await;
     let server = start(&db, Duration::from_secs(48 * 3600)).await;
     let base = vec![server.base_url()];
     let (senders, to) = users(&base[0]).await;
     let _warm = timed_load(&base, &senders, &to, Kind::First, 16, secs / 2.0).await;
-    let mut worst: f64 = 0.0;
+    let pg = connect(&db).await;
+    let (mut worst, mut worst_floor, mut worst_over_floor): (f64, f64, f64) = (0.0, 0.0, 0.0);
     let mut details = serde_json::Map::new();
     for in_flight in [16, 64] {
-        // Alternating rounds, so drift (autovacuum, cache) hits both sides alike.
-        let (mut first, mut plain) = (Vec::new(), Vec::new());
+        // Alternating rounds, so drift (autovacuum, cache) hits every side alike.
+        let (mut first, mut floor, mut plain) =
+            (Rounds::default(), Rounds::default(), Rounds::default());
+        let mut batches = [0; 8];
         for _ in 0..3 {
-            plain.push(
-                timed_load(&base, &senders, &to, Kind::Plain, in_flight, secs)
-                    .await
-                    .rps,
-            );
-            first.push(
-                timed_load(&base, &senders, &to, Kind::First, in_flight, secs)
-                    .await
-                    .rps,
-            );
+            plain.push(drained_load(&pg, &base, &senders, &to, Kind::Plain, in_flight, secs).await);
+            floor.push(drained_load(&pg, &base, &senders, &to, Kind::Floor, in_flight, secs).await);
+            let before = server_mock::store::postgres::batch_sizes();
+            first.push(drained_load(&pg, &base, &senders, &to, Kind::First, in_flight, secs).await);
+            let after = server_mock::store::postgres::batch_sizes();
+            for (i, (b, a)) in before.iter().zip(after).enumerate() {
+                batches[i] += a - b;
+            }
         }
-        let (f, p) = (summarize(&first).p50, summarize(&plain).p50);
-        let ratio = p / f;
-        // The same round's two sides: what other load on the machine did to both.
-        let per_round: Vec<f64> = plain.iter().zip(&first).map(|(p, f)| p / f).collect();
+        let (f, fl, p) = (first.p50(), floor.p50(), plain.p50());
+        let (ratio, floor_ratio) = (p / f, p / fl);
+        // The same round's sides: what other load on the machine did to all of them.
+        let per_round: Vec<f64> = plain
+            .rps
+            .iter()
+            .zip(&first.rps)
+            .map(|(p, f)| p / f)
+            .collect();
+        let floor_round: Vec<f64> = plain
+            .rps
+            .iter()
+            .zip(&floor.rps)
+            .map(|(p, f)| p / f)
+            .collect();
         worst = worst.max(ratio);
+        worst_floor = worst_floor.max(floor_ratio);
+        worst_over_floor = worst_over_floor.max(ratio / floor_ratio);
+        let batch_sizes = batch_sizes_between([0; 8], batches);
         details.insert(
             format!("in_flight_{in_flight}"),
-            json!({"first_rps": r3(f), "plain_rps": r3(p), "first_over_plain": r3(ratio),
-                   "per_round": per_round.iter().map(|r| r3(*r)).collect::<Vec<_>>()}),
+            json!({"first_rps": r3(f), "floor_rps": r3(fl), "plain_rps": r3(p),
+                   "first_over_plain": r3(ratio), "floor_over_plain": r3(floor_ratio),
+                   "per_round": per_round.iter().map(|r| r3(*r)).collect::<Vec<_>>(),
+                   "floor_per_round": floor_round.iter().map(|r| r3(*r)).collect::<Vec<_>>(),
+                   "cpu_first": first.cpu(), "cpu_floor": floor.cpu(), "cpu_plain": plain.cpu(),
+                   "relay_batch_sizes": batch_sizes}),
         );
         report.rows.push(
             Row::new(
@@ -306,8 +474,51 @@ async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
             ))
             .target("≤ 1.5", ratio <= 1.5),
         );
+        report.rows.push(
+            Row::new(
+                "9",
+                format!(
+                    "PostgreSQL: the contract's floor vs plain insert, {in_flight} in flight \
+                     (claim, gateway record, debit+outbox+key: one statement each; the same set-based relay)"
+                ),
+            )
+            .subject(format!("{fl:.0} req/s"))
+            .baseline(format!("{p:.0} req/s"))
+            .ratio(format!(
+                "{floor_ratio:.2} · per round {}",
+                spread(&summarize(&floor_round))
+            )),
+        );
+        report.rows.push(
+            Row::new(
+                "9",
+                format!(
+                    "PostgreSQL: first request vs plain, against the floor + 25 %, {in_flight} in flight"
+                ),
+            )
+            .subject(format!("{ratio:.2}"))
+            .baseline(format!("floor {floor_ratio:.2}"))
+            .ratio(format!("{:.2} × the floor", ratio / floor_ratio))
+            .target(
+                format!("≤ {:.2} (floor + 25 %)", floor_ratio * FLOOR_MARGIN),
+                ratio <= floor_ratio * FLOOR_MARGIN,
+            ),
+        );
+        report.rows.push(
+            Row::new(
+                "9",
+                format!(
+                    "PostgreSQL: where the CPU went, {in_flight} in flight (first / floor / plain)"
+                ),
+            )
+            .subject(format!("first: {} · floor: {}", first.cpu(), floor.cpu()))
+            .baseline(format!("plain: {}", plain.cpu()))
+            .ratio(format!("relay batches (events: count): {batch_sizes}")),
+        );
     }
     report.key("pg_first_over_plain_ratio", r3(worst));
+    report.key("pg_floor_over_plain_ratio", r3(worst_floor));
+    report.key("pg_first_over_floor_ratio", r3(worst_over_floor));
     report.key("pg_first_vs_plain", serde_json::Value::Object(details));
     server.shutdown().await;
 }
@@ -321,10 +532,11 @@ async fn instances(report: &mut Report, url: &str, secs: f64) {
     let bases: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
     let (senders, to) = users(&bases[0]).await;
     let _warm = timed_load(&bases, &senders, &to, Kind::First, 64, secs / 2.0).await;
+    let pg = connect(&db).await;
     let (mut rps, mut busy) = (Vec::new(), Vec::new());
     for n in 1..=3 {
         let before = cpu_jiffies();
-        let load = timed_load(&bases[..n], &senders, &to, Kind::First, 64, secs).await;
+        let load = drained_load(&pg, &bases[..n], &senders, &to, Kind::First, 64, secs).await;
         let after = cpu_jiffies();
         rps.push(load.rps);
         busy.push((after.0 - before.0) as f64 / (after.1 - before.1).max(1) as f64);

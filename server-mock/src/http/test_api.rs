@@ -43,6 +43,7 @@ pub fn routes() -> Router<App> {
         .route("/v1/test/clock", post(advance_clock))
         .route("/v1/test/reap", post(reap))
         .route("/v1/bench/plain", post(bench_plain))
+        .route("/v1/bench/floor", post(bench_floor))
 }
 
 /// Test bodies may be empty (all defaults) and need no content type, for curl's sake.
@@ -345,24 +346,44 @@ struct PlainCreated {
 /// The baseline for benchmarks: same auth, parsing and validation as a transfer, then one
 /// plain INSERT with no idempotency (same connection, same `synchronous`).
 async fn bench_plain(State(app): State<App>, req: Request) -> Result<Response, Problem> {
+    let row = bench_row(&app, req).await?;
+    let id = app.store.bench_plain(row).await.map_err(Problem::from_db)?;
+    Ok(json(StatusCode::CREATED, &PlainCreated { id }))
+}
+
+/// The floor for benchmarks: same auth, parsing and validation, then the contract's
+/// minimum writes for a first request (see `Store::bench_floor`); 404 on a backend
+/// without one.
+async fn bench_floor(State(app): State<App>, req: Request) -> Result<Response, Problem> {
+    let row = bench_row(&app, req).await?;
+    let floor = app.store.bench_floor(row).ok_or_else(|| {
+        Problem::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no bench floor on this backend",
+        )
+    })?;
+    let id = floor.await.map_err(Problem::from_db)?;
+    app.relay_wake.notify_one();
+    Ok(json(StatusCode::CREATED, &PlainCreated { id }))
+}
+
+/// A bench request's row: authenticated, parsed and validated like a transfer.
+async fn bench_row(app: &App, req: Request) -> Result<store::PlainRow, Problem> {
     let (parts, body) = req.into_parts();
     let headers: &HeaderMap = &parts.headers;
-    let caller = authenticate(&app, headers).await?;
+    let caller = authenticate(app, headers).await?;
     require_json(headers)?;
     let bytes = read_body(headers, body).await?;
-    let valid = transfer::validate(&app, &caller, &bytes).await?;
-    let now = app.clock.now_ms();
-    let id = app
-        .store
-        .bench_plain(store::PlainRow {
-            user_id: caller.user_id,
-            to_user_id: valid.to_user_id,
-            amount_minor: valid.amount_minor,
-            currency: valid.currency,
-            note: valid.note,
-            now_ms: now,
-        })
-        .await
-        .map_err(Problem::from_db)?;
-    Ok(json(StatusCode::CREATED, &PlainCreated { id }))
+    let valid = transfer::validate(app, &caller, &bytes).await?;
+    let now_ms = app.clock.now_ms();
+    Ok(store::PlainRow {
+        user_id: caller.user_id,
+        to_user_id: valid.to_user_id,
+        amount_minor: valid.amount_minor,
+        currency: valid.currency,
+        note: valid.note,
+        now_ms,
+        bucket: now_ms.div_euclid(crate::idempotency::bucket_width_ms(app.key_window_ms())),
+    })
 }

@@ -188,6 +188,8 @@ pub struct PlainRow {
     pub note: Option<String>,
     /// Server time now.
     pub now_ms: i64,
+    /// The key-table bucket a transfer made now lands in (the bench floor's key row).
+    pub bucket: i64,
 }
 
 /// Everything the server keeps, behind one interface (one implementation per database).
@@ -280,6 +282,11 @@ pub trait Store: Send + Sync {
     fn stats(&self) -> Fut<'_, Stats>;
     /// Bench baseline: one plain insert with the durability of a transfer's commit.
     fn bench_plain(&self, row: PlainRow) -> Fut<'_, i64>;
+    /// Bench floor: the writes any design honouring the contract makes for one first
+    /// request, each phase one statement; `None` where the backend has no such path.
+    fn bench_floor(&self, _row: PlainRow) -> Option<Fut<'_, i64>> {
+        None
+    }
 }
 
 /// Shared handle to the store.

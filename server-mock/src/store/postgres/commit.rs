@@ -2,11 +2,12 @@
 //! look-ups rest on. The decisions are those of `transfer::commit_transfer` (SQLite), in
 //! the same order, on rows locked `FOR UPDATE`.
 
-use deadpool_postgres::{GenericClient, Transaction};
+use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
+use super::keys::retrying;
 use super::keys::{complete, hold, release, HOLD};
-use super::opt;
+use super::{in_transaction, opt, PgStore};
 use crate::db::DbError;
 use crate::ledger::TransferRecord;
 use crate::problem::Problem;
@@ -103,16 +104,133 @@ async fn position<C: GenericClient>(
     })
 }
 
-/// Phase 3 in one transaction: the fence, then the same decisions as SQLite's
-/// `commit_transfer`: the ledger guard, 402, the recipient's limit, an unauthorised
-/// commit, and only then the debit, the outbox event and the completed key.
-pub(super) async fn commit_in(
-    tx: &Transaction<'_>,
+/// Phase 3 in one transaction (`tx`, already open): the fence, then the same decisions
+/// as SQLite's `commit_transfer`, then the debit.
+pub(super) async fn commit_in<C: GenericClient>(
+    tx: &C,
     record: &TransferRecord,
     hash: &[u8],
     lock_id: &str,
     rules: Rules,
 ) -> Result<Answer, DbError> {
+    match decide(tx, record, hash, lock_id, rules, None).await? {
+        Decision::Answer(answer) => Ok(answer),
+        Decision::Debit => {
+            if debit(tx, record, hash, lock_id).await? {
+                Ok(Answer::committed(record.to_json()))
+            } else {
+                lost_race(tx, record, hash, lock_id).await
+            }
+        }
+    }
+}
+
+/// A first request's phase 3 on one connection in two round trips: BEGIN travels with
+/// the fence and the balances, COMMIT with the debit (pipelined, see keys.rs). The
+/// decisions are [`commit_in`]'s; only where the transaction opens and closes differs.
+pub(super) async fn commit(
+    store: &PgStore,
+    record: &TransferRecord,
+    hash: &[u8],
+    lock_id: &str,
+    rules: Rules,
+) -> Result<Answer, DbError> {
+    retrying(store, || async {
+        let open = Open::new(store.client().await?);
+        let c = open.client();
+        let decided = decide(c, record, hash, lock_id, rules, Some(BEGIN)).await;
+        let answer = match decided {
+            Err(e) => {
+                open.close("ROLLBACK").await?;
+                return Err(e);
+            }
+            Ok(Decision::Answer(answer)) => answer,
+            Ok(Decision::Debit) => {
+                // An error in the debit aborts the transaction: the COMMIT after it rolls
+                // back, and the connection is idle again either way.
+                // Prepared first, so the debit is sent before the COMMIT (a statement
+                // still being prepared would let the COMMIT overtake it).
+                c.prepare_cached(DEBIT).await?;
+                let end = async { Ok::<_, DbError>(c.batch_execute("COMMIT").await?) };
+                let (inserted, ()) = tokio::try_join!(debit(c, record, hash, lock_id), end)
+                    .inspect_err(|_| open.closed())?;
+                open.closed();
+                if inserted {
+                    return Ok(Answer::committed(record.to_json()));
+                }
+                // Nothing was written (the debit's ON CONFLICT): the guard's own transaction.
+                return in_transaction!(store, |tx| lost_race(&tx, record, hash, lock_id).await?);
+            }
+        };
+        open.close("COMMIT").await?;
+        Ok(answer)
+    })
+    .await
+}
+
+/// The hot path's BEGIN (the isolation level of [`in_transaction!`]).
+const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
+
+/// A pooled connection inside a transaction this code opened by hand: dropped before
+/// [`Open::close`] (a cancelled request), it leaves the pool and its connection closes,
+/// so PostgreSQL rolls back — a later request never finds itself inside our transaction.
+struct Open {
+    client: Option<deadpool_postgres::Client>,
+    done: std::cell::Cell<bool>,
+}
+
+impl Open {
+    fn new(client: deadpool_postgres::Client) -> Self {
+        Self {
+            client: Some(client),
+            done: std::cell::Cell::new(false),
+        }
+    }
+
+    fn client(&self) -> &deadpool_postgres::Client {
+        self.client.as_ref().expect("open until dropped")
+    }
+
+    /// The transaction's end was sent (the connection is idle once it has run).
+    fn closed(&self) {
+        self.done.set(true);
+    }
+
+    async fn close(self, end: &str) -> Result<(), DbError> {
+        self.closed();
+        Ok(self.client().batch_execute(end).await?)
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        if !self.done.get() {
+            if let Some(client) = self.client.take() {
+                drop(deadpool_postgres::Client::take(client));
+            }
+        }
+    }
+}
+
+/// What the fence and the balances decide before any write.
+enum Decision {
+    /// Answered without a debit (lock lost, replay, 402, 422, unauthorised).
+    Answer(Answer),
+    /// Every check passed: the debit may go ahead.
+    Debit,
+}
+
+/// The fence, then the same decisions as SQLite's `commit_transfer`: the ledger guard,
+/// 402, the recipient's limit, an unauthorised commit; `begin` (if any) is sent in the
+/// same flush as the fence.
+async fn decide<C: GenericClient>(
+    tx: &C,
+    record: &TransferRecord,
+    hash: &[u8],
+    lock_id: &str,
+    rules: Rules,
+    begin: Option<&str>,
+) -> Result<Decision, DbError> {
     let (user, key) = (
         record.from_user_id.as_str(),
         record.idempotency_key.as_str(),
@@ -122,38 +240,44 @@ pub(super) async fn commit_in(
     // in this order. Reading the balances of a request that lost its lock costs nothing.
     tx.prepare_cached(HOLD).await?;
     tx.prepare_cached(POSITION).await?;
+    let open = async {
+        match begin {
+            Some(begin) => Ok::<_, DbError>(tx.batch_execute(begin).await?),
+            None => Ok(()),
+        }
+    };
     let fence = async { Ok::<_, DbError>(!rules.fenced || hold(tx, user, key, lock_id).await?) };
-    let (held, pos) = tokio::try_join!(fence, position(tx, user, &record.to_user_id, key))?;
+    let ((), held, pos) =
+        tokio::try_join!(open, fence, position(tx, user, &record.to_user_id, key))?;
     if !held {
         tracing::warn!(key, "lock lost before the debit: nothing moved");
-        return Ok(Problem::key_in_use().into());
+        return Ok(Decision::Answer(Problem::key_in_use().into()));
     }
     if pos.debited {
         if let Some(answer) = guard(tx, user, key, lock_id, hash).await? {
-            return Ok(answer);
+            return Ok(Decision::Answer(answer));
         }
     }
     if pos.balance < record.amount_minor {
         let problem = transfer::insufficient_funds(pos.balance, record.amount_minor);
         complete(tx, user, key, lock_id, 402, &problem.body_bytes()).await?;
-        return Ok(problem.into());
+        return Ok(Decision::Answer(problem.into()));
     }
     if transfer::recipient_full(pos.recipient, record.amount_minor, rules.max_balance) {
         let problem = transfer::recipient_balance_limit();
         complete(tx, user, key, lock_id, 422, &problem.body_bytes()).await?;
-        return Ok(problem.into());
+        return Ok(Decision::Answer(problem.into()));
     }
     if rules.authorised == Authorised::No {
         // Money arrived since the pre-check: no debit without the gateway.
         release(tx, user, key, lock_id).await?;
-        return Ok(Problem::key_in_use().into());
+        return Ok(Decision::Answer(Problem::key_in_use().into()));
     }
-    let body = record.to_json();
-    // The debit, its outbox event and the completed key in one statement; the ON CONFLICT
-    // of the one-debit-per-key index makes it all or nothing.
-    let inserted = opt(
-        tx,
-        "WITH debit AS (
+    Ok(Decision::Debit)
+}
+
+/// The debit, its outbox event and the completed key (see [`debit`]).
+const DEBIT: &str = "WITH debit AS (
              INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
                                  counterparty, currency, note, created_at_ms)
              VALUES ($1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9)
@@ -167,7 +291,20 @@ pub(super) async fn commit_in(
                                          response_body = $11
              WHERE user_id = $1 AND idem_key = $4 AND lock_id = $12 AND state = 'in_progress'
                AND EXISTS (SELECT 1 FROM debit))
-         SELECT COUNT(*) FROM debit",
+         SELECT COUNT(*) FROM debit";
+
+/// The debit, its outbox event and the completed key in one statement; the ON CONFLICT
+/// of the one-debit-per-key index makes it all or nothing. Whether it debited.
+async fn debit<C: GenericClient>(
+    tx: &C,
+    record: &TransferRecord,
+    hash: &[u8],
+    lock_id: &str,
+) -> Result<bool, DbError> {
+    let body = record.to_json();
+    Ok(opt(
+        tx,
+        DEBIT,
         &[
             &record.from_user_id,
             &record.amount_minor,
@@ -184,21 +321,30 @@ pub(super) async fn commit_in(
         ],
     )
     .await?
-    .is_some_and(|r| r.get::<_, i64>(0) == 1);
-    if !inserted {
-        // A concurrent debit for this key committed after our read (only without the
-        // fence): the guard answers from it.
-        return Ok(guard(tx, user, key, lock_id, hash)
-            .await?
-            .unwrap_or_else(|| Problem::key_in_use().into()));
-    }
-    Ok(Answer::committed(body))
+    .is_some_and(|r| r.get::<_, i64>(0) == 1))
+}
+
+/// The debit inserted nothing: a concurrent debit for this key committed after our
+/// read (only without the fence), and the guard answers from it.
+async fn lost_race<C: GenericClient>(
+    tx: &C,
+    record: &TransferRecord,
+    hash: &[u8],
+    lock_id: &str,
+) -> Result<Answer, DbError> {
+    let (user, key) = (
+        record.from_user_id.as_str(),
+        record.idempotency_key.as_str(),
+    );
+    Ok(guard(tx, user, key, lock_id, hash)
+        .await?
+        .unwrap_or_else(|| Problem::key_in_use().into()))
 }
 
 /// The last guard: if money already moved for this key, the answer comes from the ledger
 /// (a replay of the same request, or 422 for another body) and the key is settled.
-async fn guard(
-    tx: &Transaction<'_>,
+async fn guard<C: GenericClient>(
+    tx: &C,
     user: &str,
     key: &str,
     lock_id: &str,

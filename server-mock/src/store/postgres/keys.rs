@@ -30,14 +30,18 @@ const CLAIM: &str = "INSERT INTO idempotency_keys
          (SELECT 1 FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2)
      ON CONFLICT (user_id, idem_key, bucket) DO NOTHING";
 
-/// A transaction whose commit need not wait for the disk (see [`claim`]).
-const ASYNC_COMMIT: &str = "SET LOCAL synchronous_commit = off";
+/// The claim's transaction, opened and closed around its statements in one flush (see
+/// [`claim`]); `synchronous_commit = off` for it only (`SET LOCAL`).
+const CLAIM_BEGIN: &str =
+    "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = off";
 
 // Pipelined statements: tokio-postgres sends a query when its future is first polled, and
 // `try_join!` polls in order, so statements prepared beforehand (no round trip of their
 // own) reach PostgreSQL in that order, in one flush, and run one after the other; an error
 // in one fails those after it (the transaction is aborted), and that first error is
-// returned. A first request's claim and gateway record each save round trips this way.
+// returned. Every request of a `try_join!` is sent on its first poll, before any answer
+// is awaited, so a caller dropped midway still leaves the whole batch queued: a batch
+// ending in COMMIT never leaves its connection inside a transaction.
 
 /// Phase 1: the key row `IN_PROGRESS` under this instance's lease.
 ///
@@ -45,19 +49,23 @@ const ASYNC_COMMIT: &str = "SET LOCAL synchronous_commit = off";
 /// need only be durable before money moves, and the debit's commit flushes the WAL up
 /// to itself, this claim included. A database crash before that may forget the claim;
 /// the client's retry then claims again and repeats the idempotent gateway step.
+///
+/// One round trip for the whole transaction — BEGIN, key lock, insert, COMMIT — in one
+/// flush: the insert still runs after the lock is granted, on a snapshot taken then, and
+/// an error anywhere makes the COMMIT a rollback. A key that exists already is read
+/// after the commit (its row was committed before our lock was granted).
 pub(super) async fn claim(
     store: &PgStore,
     k: NewClaim,
     instance: Instance,
 ) -> Result<Claim, DbError> {
     let bucket = k.now_ms.div_euclid(k.bucket_width_ms);
-    let attempt = || async {
-        in_transaction!(store, |tx| {
-            let lock = tx.prepare_cached(KEY_LOCK).await?;
-            let insert = tx.prepare_cached(CLAIM).await?;
+    let attempt = || {
+        retrying(store, || async {
+            let client = store.client().await?;
+            let lock = client.prepare_cached(KEY_LOCK).await?;
+            let insert = client.prepare_cached(CLAIM).await?;
             let lock_mono_ms = instance.mono_ms();
-            // One round trip for the three (see [`pipelined`]): the insert still runs after
-            // the lock is granted, on a snapshot taken then.
             let lock_params: [&(dyn ToSql + Sync); 2] = [&k.user_id, &k.key];
             let claim_params: [&(dyn ToSql + Sync); 9] = [
                 &k.user_id,
@@ -71,22 +79,47 @@ pub(super) async fn claim(
                 &lock_mono_ms,
                 &k.body,
             ];
-            let ((), _, inserted) = tokio::try_join!(
-                tx.batch_execute(ASYNC_COMMIT),
-                tx.execute(&lock, &lock_params),
-                tx.execute(&insert, &claim_params),
+            let ((), _, inserted, ()) = tokio::try_join!(
+                client.batch_execute(CLAIM_BEGIN),
+                client.execute(&lock, &lock_params),
+                client.execute(&insert, &claim_params),
+                client.batch_execute("COMMIT"),
             )?;
-            if inserted == 1 {
+            Ok(if inserted == 1 {
                 Claim::Acquired
             } else {
-                match read(&tx, &k.user_id, &k.key).await? {
+                match read(&client, &k.user_id, &k.key).await? {
                     Some(row) => Claim::Exists(row.into_existing(&k.hash)),
                     None => Claim::Exists(Existing::InProgress { same_request: true }),
                 }
-            }
+            })
         })
     };
     with_partition(store, bucket, attempt).await
+}
+
+/// Runs `attempt` again after a serialization failure or deadlock, like
+/// [`in_transaction!`], for transactions that open and close themselves.
+pub(super) async fn retrying<T, F, Fut>(store: &PgStore, attempt: F) -> Result<T, DbError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, DbError>>,
+{
+    let mut n: u32 = 1;
+    loop {
+        match attempt().await {
+            Err(e) if super::is_conflict(&e) => {
+                if n >= super::MAX_ATTEMPTS {
+                    return Err(DbError::Conflict(n));
+                }
+                store.note_retry();
+                tracing::debug!(attempt = n, %e, "transaction conflict; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(u64::from(n) * 3)).await;
+                n += 1;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Runs `insert`; when the bucket has no partition yet (a clock jump past the ones made
@@ -114,30 +147,29 @@ pub(super) async fn authorize(
     fresh_id: String,
     now_ms: i64,
 ) -> Result<Authorization, DbError> {
-    in_transaction!(store, |tx| {
-        let record = tx
-            .prepare_cached(
-                "INSERT INTO gateway_authorizations
-                     (user_id, idem_key, authorization_id, calls, created_at_ms)
-                 VALUES ($1, $2, $3, 1, $4)
-                 ON CONFLICT (user_id, idem_key)
-                     DO UPDATE SET calls = gateway_authorizations.calls + 1
-                 RETURNING authorization_id, calls",
-            )
-            .await?;
-        // One round trip for both (pipelined, see above).
-        let params: [&(dyn ToSql + Sync); 4] = [&user_id, &key, &fresh_id, &now_ms];
-        let ((), row) = tokio::try_join!(
-            tx.batch_execute(ASYNC_COMMIT),
-            tx.query_opt(&record, &params),
-        )?;
-        let row = row.ok_or_else(|| DbError::Task("gateway record returned no row".into()))?;
-        Authorization {
-            authorization_id: row.get(0),
-            calls: u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX),
-        }
+    let client = store.client().await?;
+    let row = opt(
+        &client,
+        GATEWAY_RECORD,
+        &[&user_id, &key, &fresh_id, &now_ms],
+    )
+    .await?
+    .ok_or_else(|| DbError::Task("gateway record returned no row".into()))?;
+    Ok(Authorization {
+        authorization_id: row.get(0),
+        calls: u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX),
     })
 }
+
+/// The gateway's record as one autocommit statement. `set_config(…, true)` is
+/// `SET LOCAL`: it lasts until this statement's implicit commit, which it governs, and
+/// never reaches the connection's next transaction (a debit's, say).
+const GATEWAY_RECORD: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
+     INSERT INTO gateway_authorizations
+         (user_id, idem_key, authorization_id, calls, created_at_ms)
+     SELECT $1, $2, $3, 1, $4 FROM async
+     ON CONFLICT (user_id, idem_key) DO UPDATE SET calls = gateway_authorizations.calls + 1
+     RETURNING authorization_id, calls";
 
 /// The key row for (user, key), if any.
 pub(super) async fn read<C: GenericClient>(

@@ -32,6 +32,7 @@ use crate::transfer::{Answer, Caller, Rules};
 
 mod accounts;
 mod commit;
+mod floor;
 mod heartbeat;
 mod keys;
 pub mod lease;
@@ -86,6 +87,7 @@ macro_rules! in_transaction {
     }};
 }
 pub(crate) use in_transaction;
+pub use relay::batch_sizes;
 pub use schema::fresh_database;
 
 /// The PostgreSQL store of one server instance.
@@ -264,12 +266,7 @@ impl Store for PgStore {
         lock_id: String,
         rules: Rules,
     ) -> Fut<'_, Answer> {
-        Box::pin(async move {
-            in_transaction!(self, |tx| commit::commit_in(
-                &tx, &record, &hash, &lock_id, rules
-            )
-            .await?)
-        })
+        Box::pin(async move { commit::commit(self, &record, &hash, &lock_id, rules).await })
     }
 
     fn release(&self, user_id: String, key: String, lock_id: String) -> Fut<'_, ()> {
@@ -441,6 +438,10 @@ impl Store for PgStore {
 
     fn bench_plain(&self, row: PlainRow) -> Fut<'_, i64> {
         Box::pin(accounts::bench_plain(self, row))
+    }
+
+    fn bench_floor(&self, row: PlainRow) -> Option<Fut<'_, i64>> {
+        Some(Box::pin(floor::first_request(self, row)))
     }
 }
 

@@ -38,8 +38,14 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     response_body   BYTEA,
     PRIMARY KEY (user_id, idem_key, bucket)
 ) PARTITION BY RANGE (bucket);
-CREATE INDEX IF NOT EXISTS idempotency_keys_in_progress
-    ON idempotency_keys (lock_instance) WHERE state = 'in_progress';
+-- The rows still in progress: the reaper reads them all, and the fence, the completion
+-- and the release find theirs by key and lock id. (An earlier index on lock_instance
+-- alone matched those statements' `state = 'in_progress'` too, and the planner chose it:
+-- each fence then walked the index's every entry, dead ones included — O(rows since the
+-- last vacuum) per request.)
+DROP INDEX IF EXISTS idempotency_keys_in_progress;
+CREATE INDEX IF NOT EXISTS idempotency_keys_in_progress_by_key
+    ON idempotency_keys (user_id, idem_key, lock_id) WHERE state = 'in_progress';
 
 -- Every live server process bumps its row with its own monotonic milliseconds.
 CREATE TABLE IF NOT EXISTS server_instances (

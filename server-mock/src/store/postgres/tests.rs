@@ -177,3 +177,86 @@ async fn a_long_dead_instances_heartbeat_row_is_removed_but_not_one_that_beat_ag
     // The observer never removes its own row, silent or not.
     assert!(h.contains_key(&*store.instance.id));
 }
+
+/// The claim and the gateway's record commit with `synchronous_commit = off`; the debit
+/// must never inherit it. A trigger in the debit's own transaction refuses every debit
+/// that would commit without waiting for the disk, and one pooled connection carries the
+/// claim, the gateway record and the debit of two transfers one after the other.
+#[tokio::test]
+async fn the_debit_commits_synchronously_after_an_async_claim_and_gateway_record() {
+    let Some(store) = fresh(1).await else { return };
+    store
+        .client()
+        .await
+        .unwrap()
+        .batch_execute(
+            "CREATE FUNCTION debit_must_be_synchronous() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF current_setting('synchronous_commit') <> 'on' THEN
+                     RAISE EXCEPTION 'debit with synchronous_commit = %',
+                         current_setting('synchronous_commit');
+                 END IF;
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER debit_must_be_synchronous BEFORE INSERT ON ledger FOR EACH ROW
+                 WHEN (NEW.kind = 'debit') EXECUTE FUNCTION debit_must_be_synchronous();",
+        )
+        .await
+        .unwrap();
+    for user in ["alice", "bob"] {
+        store
+            .create_user(NewUser {
+                user_id: user.into(),
+                token_hash: format!("sha256:{user}"),
+                display_name: user.into(),
+                currency: "BDT".into(),
+                balance_minor: 1_000,
+                now_ms: 0,
+                token_expires_at_ms: i64::MAX,
+            })
+            .await
+            .unwrap();
+    }
+    let now_ms = 1_000;
+    for n in 0..2 {
+        let (key, lock_id) = (format!("k{n}"), format!("lock{n}"));
+        let claim = store
+            .claim(NewClaim {
+                user_id: "alice".into(),
+                key: key.clone(),
+                hash: vec![n],
+                lock_id: lock_id.clone(),
+                body: b"{}".to_vec(),
+                now_ms,
+                bucket_width_ms: 86_400_000,
+            })
+            .await
+            .unwrap();
+        assert!(matches!(claim, Claim::Acquired), "{claim:?}");
+        store
+            .authorize("alice".into(), key.clone(), format!("auth{n}"), now_ms)
+            .await
+            .unwrap();
+        let record = TransferRecord {
+            transfer_id: format!("tr{n}"),
+            from_user_id: "alice".into(),
+            to_user_id: "bob".into(),
+            amount_minor: 10,
+            currency: "BDT".into(),
+            note: None,
+            created_at_ms: now_ms,
+            idempotency_key: key,
+        };
+        let rules = Rules {
+            fenced: true,
+            authorised: crate::transfer::Authorised::Yes,
+            max_balance: i64::MAX / 4,
+        };
+        let answer = store
+            .commit(record, vec![n], lock_id, rules)
+            .await
+            .expect("the debit commits synchronously");
+        assert_eq!(answer.status, 201);
+    }
+    assert_eq!(store.balance("alice".into()).await.unwrap(), 980);
+}

@@ -1,0 +1,106 @@
+//! The bench floor on PostgreSQL: the least any design honouring the contract writes for
+//! one first request, each phase one autocommit statement and no reads — the claim
+//! committed, then the gateway's record committed (both need not wait for the disk, as
+//! in `keys::claim`), then debit, outbox event and completed key in one synchronous
+//! commit. Downstream, the relay delivers its event like any other: the inbox rows,
+//! credit and SMS of a whole batch in one statement (`relay.rs`), which a per-request
+//! statement would not beat. The gap between this and `bench_plain` is what the contract
+//! costs on this machine; the gap between this and a first request is what the design
+//! adds on top (the look-ups, the fence, the pre-checks, the separate BEGIN/COMMITs).
+
+use super::{exec, opt, PgStore};
+use crate::db::DbError;
+use crate::idempotency::request_hash;
+use crate::ledger::TransferRecord;
+use crate::store::PlainRow;
+
+/// `SET LOCAL synchronous_commit = off` inside one autocommit statement: the setting
+/// lasts until that statement's implicit commit, which it governs.
+const CLAIM: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
+     INSERT INTO idempotency_keys
+         (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms,
+          bucket, lock_instance, lock_mono_ms, request_body)
+     SELECT $1, $2, $3, 'in_progress', $4, $5, $5, $6, $7, 0, $8 FROM async";
+
+const GATEWAY: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
+     INSERT INTO gateway_authorizations
+         (user_id, idem_key, authorization_id, calls, created_at_ms)
+     SELECT $1, $2, $3, 1, $4 FROM async";
+
+/// The fence and the debit as one: debit and event only if the completion found the key
+/// still `IN_PROGRESS` under our lock.
+const DEBIT: &str = "WITH done AS (
+         UPDATE idempotency_keys SET state = 'completed', response_status = 201,
+                                     response_body = $11
+         WHERE user_id = $1 AND idem_key = $4 AND bucket = $12 AND lock_id = 'floor'
+           AND state = 'in_progress'
+         RETURNING 1),
+     debit AS (
+         INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
+                             counterparty, currency, note, created_at_ms)
+         SELECT $1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9 FROM done)
+     INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
+     SELECT 'TransferDone', $3, $10, $9 FROM done RETURNING event_id";
+
+/// One first request's floor; returns the outbox event id.
+pub(super) async fn first_request(store: &PgStore, p: PlainRow) -> Result<i64, DbError> {
+    let key = uuid::Uuid::new_v4().to_string();
+    let t = TransferRecord {
+        transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
+        from_user_id: p.user_id,
+        to_user_id: p.to_user_id,
+        amount_minor: p.amount_minor,
+        currency: p.currency,
+        note: p.note,
+        created_at_ms: p.now_ms,
+        idempotency_key: key.clone(),
+    };
+    let body = t.to_json();
+    let hash = request_hash("POST", "/v1/transfers", &body);
+    let c = store.client().await?;
+    let instance: &str = &store.instance.id;
+    exec(
+        &c,
+        CLAIM,
+        &[
+            &t.from_user_id,
+            &key,
+            &hash,
+            &"floor",
+            &t.created_at_ms,
+            &p.bucket,
+            &instance,
+            &body,
+        ],
+    )
+    .await?;
+    let authorization = format!("auth_{}", uuid::Uuid::new_v4().simple());
+    exec(
+        &c,
+        GATEWAY,
+        &[&t.from_user_id, &key, &authorization, &t.created_at_ms],
+    )
+    .await?;
+    let event_id: i64 = opt(
+        &c,
+        DEBIT,
+        &[
+            &t.from_user_id,
+            &t.amount_minor,
+            &t.transfer_id,
+            &key,
+            &hash,
+            &t.to_user_id,
+            &t.currency,
+            &t.note,
+            &t.created_at_ms,
+            &String::from_utf8_lossy(&body).as_ref(),
+            &body,
+            &p.bucket,
+        ],
+    )
+    .await?
+    .ok_or_else(|| DbError::Task("outbox insert returned no id".into()))?
+    .get(0);
+    Ok(event_id)
+}
