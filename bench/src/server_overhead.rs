@@ -13,16 +13,22 @@ use crate::stats::{fmt, spread, summarize, Summary};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
     Plain,
+    /// The contract's minimum writes for a first request (`POST /v1/bench/floor`).
+    Floor,
     First,
     Replay,
     Dup,
 }
 
-const KINDS: [Kind; 4] = [Kind::Plain, Kind::First, Kind::Replay, Kind::Dup];
-/// Lowest first/plain cost ratio at 16 in flight on one SQLite writer when both sides are CPU-bound:
-/// the claim, gateway-record and debit transactions alone take 328 k writer instructions per first
-/// request against 108 k per plain insert per core (callgrind, BENCHMARKS.md analysis, figure 3).
-const FLOOR_16_IN_FLIGHT: f64 = 3.0;
+const KINDS: [Kind; 5] = [
+    Kind::Plain,
+    Kind::Floor,
+    Kind::First,
+    Kind::Replay,
+    Kind::Dup,
+];
+/// The issue's target for first/plain at 16 in flight, unless the measured floor is above it.
+const TARGET_16_IN_FLIGHT: f64 = 2.0;
 /// Copies of one key sent at once in the duplicate workload.
 const DUP_COPIES: usize = 4;
 
@@ -30,6 +36,7 @@ impl Kind {
     fn name(self) -> &'static str {
         match self {
             Kind::Plain => "plain insert",
+            Kind::Floor => "contract floor",
             Kind::First => "first request",
             Kind::Replay => "replay",
             Kind::Dup => "same-key duplicates ×4",
@@ -68,8 +75,13 @@ async fn measure(ctx: &Arc<Ctx>, kind: Kind, conc: usize, dur: Duration) -> (Vec
                 let body = server::transfer_body(&ctx.to, 1);
                 let transfers = format!("{}/v1/transfers", ctx.base);
                 match kind {
-                    Kind::Plain => {
-                        let url = format!("{}/v1/bench/plain", ctx.base);
+                    Kind::Plain | Kind::Floor => {
+                        let path = if kind == Kind::Plain {
+                            "plain"
+                        } else {
+                            "floor"
+                        };
+                        let url = format!("{}/v1/bench/{path}", ctx.base);
                         out.push(server::post(&ctx.client, &url, &user.token, None, body).await);
                     }
                     Kind::First => {
@@ -207,6 +219,7 @@ async fn setup(
 pub async fn single(kind: &str, secs: f64, conc: usize, dir: &Path) {
     let kind = match kind {
         "plain" => Kind::Plain,
+        "floor" => Kind::Floor,
         "first" => Kind::First,
         "replay" => Kind::Replay,
         _ => Kind::Dup,
@@ -261,9 +274,13 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
     let rps = |k: Kind| summarize(&loaded[&k].rps_rounds).p50;
     let lat = |k: Kind| summarize(&loaded[&k].ms);
     let first_over_plain = rps(Kind::Plain) / rps(Kind::First);
+    let floor_over_plain = rps(Kind::Plain) / rps(Kind::Floor);
+    let first_over_floor = rps(Kind::Floor) / rps(Kind::First);
     let replay_over_first = rps(Kind::First) / rps(Kind::Replay);
     let dup_over_plain = rps(Kind::Plain) / rps(Kind::Dup);
     let fop = per_round(Kind::First, Kind::Plain);
+    let flp = per_round(Kind::Floor, Kind::Plain);
+    let fof = per_round(Kind::First, Kind::Floor);
     let rof = per_round(Kind::Replay, Kind::First);
     let dop = per_round(Kind::Dup, Kind::Plain);
 
@@ -291,15 +308,34 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
         ))
         .ratio(format!("{} · per round {}", fmt(ratio), spread(rr)))
     };
-    report.rows.push(
-        row(Kind::First, Kind::Plain, first_over_plain, &fop).target(
+    // Issue 19: where the target is below what the contract itself costs here (the floor,
+    // measured in this run), the target is that floor + 25 %; both stay in the table.
+    let (target, target_text) = if floor_over_plain * 1.25 > TARGET_16_IN_FLIGHT {
+        let t = floor_over_plain * 1.25;
+        (
+            t,
             format!(
-                "≤ {} (floor {FLOOR_16_IN_FLIGHT} + 25 %; 2.0 is below the floor)",
-                fmt(FLOOR_16_IN_FLIGHT * 1.25)
+                "≤ {} (measured floor {} + 25 %; {TARGET_16_IN_FLIGHT} is below it)",
+                fmt(t),
+                fmt(floor_over_plain)
             ),
-            first_over_plain <= FLOOR_16_IN_FLIGHT * 1.25,
+        )
+    } else {
+        (TARGET_16_IN_FLIGHT, format!("≤ {TARGET_16_IN_FLIGHT}"))
+    };
+    report.rows.push(
+        row(Kind::First, Kind::Plain, first_over_plain, &fop)
+            .target(target_text, first_over_plain <= target),
+    );
+    report.rows.push(
+        row(Kind::Floor, Kind::Plain, floor_over_plain, &flp).target(
+            format!("≤ {TARGET_16_IN_FLIGHT} (the issue's target)"),
+            floor_over_plain <= TARGET_16_IN_FLIGHT,
         ),
     );
+    report
+        .rows
+        .push(row(Kind::First, Kind::Floor, first_over_floor, &fof));
     report.rows.push(
         row(Kind::Replay, Kind::First, replay_over_first, &rof)
             .target("< 1", replay_over_first < 1.0),
@@ -343,6 +379,7 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
             )),
     );
     report.key("server_first_over_plain_ratio", r3(first_over_plain));
+    report.key("server_floor_over_plain_ratio", r3(floor_over_plain));
     report.key(
         "server_first_over_plain_ratio_single",
         r3(first_over_plain_single),
@@ -355,11 +392,13 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
         format!(
             "server-mock in process, SQLite file (WAL, synchronous=FULL) in a temporary directory under `{}`, \
              **gateway_delay 0** so only the idempotency machinery differs from the baseline. 32 sender users, \
-             one recipient, amount 1. Each round runs the four workloads for {:.1} s each in rotating order \
-             (plain, first, replay, duplicates; reversed and rotated every round), {rounds} rounds at 16 requests \
+             one recipient, amount 1. Each round runs the five workloads for {:.1} s each in rotating order \
+             (plain, floor, first, replay, duplicates; reversed and rotated every round), {rounds} rounds at 16 requests \
              in flight through one keep-alive reqwest client, then the same at 1 in flight. First = fresh key; \
              replay = a key that completed earlier, same body; duplicates = {DUP_COPIES} concurrent copies of a \
-             fresh key (statuses seen: {dup_statuses}). Ratios are cost ratios: baseline req/s ÷ subject req/s, \
+             fresh key (statuses seen: {dup_statuses}); floor = `POST /v1/bench/floor`, the contract's minimum \
+             writes for a first request with none of its reads (claim, gateway record, completion + debit + \
+             outbox event, each one statement; the relay delivers the event as for a transfer). Ratios are cost ratios: baseline req/s ÷ subject req/s, \
              per round and over the medians. The plain endpoint does the same auth, parsing and recipient check \
              and one INSERT on the same writer connection.",
             dir.display(),

@@ -22,6 +22,7 @@ use crate::transfer::{Answer, Caller, Rules};
 
 pub mod postgres;
 pub mod sqlite;
+mod sqlite_floor;
 
 /// A store call in flight.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbError>> + Send + 'a>>;

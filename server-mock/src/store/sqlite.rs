@@ -394,6 +394,14 @@ impl Store for SqliteStore {
             Ok(c.last_insert_rowid())
         }))
     }
+
+    fn bench_floor(&self, row: PlainRow) -> Option<Fut<'_, i64>> {
+        Some(Box::pin(super::sqlite_floor::first_request(
+            &self.db,
+            &self.instance,
+            row,
+        )))
+    }
 }
 
 /// The ledger first (it outlives the key row: window expiry), then the key row.

@@ -1,0 +1,107 @@
+//! The bench floor on SQLite: the least any design honouring the contract writes for one
+//! first request through the group writer, each phase one statement and no reads — the
+//! claim committed (NORMAL, as `SqliteStore::claim`), then the gateway's record committed
+//! (NORMAL), then the key's completion, the debit and its outbox event in one FULL commit.
+//! Downstream the relay delivers the event like any other. The gap between this and
+//! `bench_plain` is what the contract costs on this machine; the gap between this and a
+//! first request is what the design adds on top (the key and balance look-ups, the fence,
+//! the last guard's look-up, the request's own hashing and JSON).
+
+use rusqlite::params;
+
+use super::{Instance, PlainRow};
+use crate::db::{Db, DbError, Durability};
+use crate::idempotency::request_hash;
+use crate::ledger::{self, TransferRecord};
+
+/// One first request's floor; returns the outbox event id.
+pub(super) async fn first_request(
+    db: &Db,
+    instance: &Instance,
+    p: PlainRow,
+) -> Result<i64, DbError> {
+    let key = uuid::Uuid::new_v4().to_string();
+    let t = TransferRecord {
+        transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
+        from_user_id: p.user_id,
+        to_user_id: p.to_user_id,
+        amount_minor: p.amount_minor,
+        currency: p.currency,
+        note: p.note,
+        created_at_ms: p.now_ms,
+        idempotency_key: key,
+    };
+    let body = t.to_json();
+    let hash = request_hash("POST", "/v1/transfers", &body);
+    let (t, body, hash) = (
+        std::sync::Arc::new(t),
+        std::sync::Arc::new(body),
+        std::sync::Arc::new(hash),
+    );
+    let lease = (instance.id.clone(), instance.mono_ms());
+    let bucket = p.bucket;
+    let (t1, b1, h1) = (t.clone(), body.clone(), hash.clone());
+    db.write(Durability::Normal, move |c| {
+        c.prepare_cached(
+            "INSERT OR ROLLBACK INTO idempotency_keys
+                 (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms,
+                  bucket, lock_instance, lock_mono_ms, request_body)
+             VALUES (?1, ?2, ?3, 'in_progress', 'floor', ?4, ?4, ?5, ?6, ?7, ?8)",
+        )?
+        .execute(params![
+            t1.from_user_id,
+            t1.idempotency_key,
+            *h1,
+            t1.created_at_ms,
+            bucket,
+            &*lease.0,
+            lease.1,
+            *b1
+        ])?;
+        Ok(())
+    })
+    .await?;
+    let t2 = t.clone();
+    let authorization = format!("auth_{}", uuid::Uuid::new_v4().simple());
+    db.write(Durability::Normal, move |c| {
+        c.prepare_cached(
+            "INSERT OR ROLLBACK INTO gateway_authorizations
+                 (user_id, idem_key, authorization_id, calls, created_at_ms)
+             VALUES (?1, ?2, ?3, 1, ?4)",
+        )?
+        .execute(params![
+            t2.from_user_id,
+            t2.idempotency_key,
+            authorization,
+            t2.created_at_ms
+        ])?;
+        Ok(())
+    })
+    .await?;
+    db.write(Durability::Full, move |c| {
+        // The completion is the fence: debit and event only if the key is still ours.
+        let completed = c
+            .prepare_cached(
+                "UPDATE OR ROLLBACK idempotency_keys
+                 SET state = 'completed', response_status = 201, response_body = ?3
+                 WHERE user_id = ?1 AND idem_key = ?2 AND lock_id = 'floor'
+                   AND state = 'in_progress'",
+            )?
+            .execute(params![t.from_user_id, t.idempotency_key, *body])?;
+        if completed != 1 {
+            return Err(DbError::Task("the floor's key was not in progress".into()));
+        }
+        ledger::insert_debit(c, &t, &hash)?;
+        c.prepare_cached(
+            "INSERT OR ROLLBACK INTO outbox (kind, transfer_id, payload, created_at_ms)
+             VALUES ('TransferDone', ?1, ?2, ?3)",
+        )?
+        .execute(params![
+            t.transfer_id,
+            String::from_utf8_lossy(&body),
+            t.created_at_ms
+        ])?;
+        Ok(c.last_insert_rowid())
+    })
+    .await
+}
