@@ -80,6 +80,24 @@ pub fn pending(conn: &Connection, limit: usize) -> Result<Vec<(i64, String)>, Db
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Writes the `TransferDone` event of a debit (in the debit's transaction); returns its id.
+pub(crate) fn insert_transfer_done(
+    conn: &Connection,
+    record: &crate::ledger::TransferRecord,
+    body: &[u8],
+) -> Result<i64, DbError> {
+    conn.prepare_cached(
+        "INSERT OR ROLLBACK INTO outbox (kind, transfer_id, payload, created_at_ms)
+         VALUES ('TransferDone', ?1, ?2, ?3)",
+    )?
+    .execute(params![
+        record.transfer_id,
+        String::from_utf8_lossy(body),
+        record.created_at_ms
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
 /// Marks these events published (a broker acknowledged them).
 pub fn mark_published(conn: &Connection, event_ids: &[i64]) -> Result<(), DbError> {
     let mut stmt = conn.prepare_cached("UPDATE outbox SET published = 1 WHERE event_id = ?1")?;

@@ -2,7 +2,6 @@
 //! fenced ledger transaction.
 
 use axum::http::StatusCode;
-use rusqlite::params;
 
 use crate::db::DbError;
 use crate::gateway;
@@ -377,15 +376,7 @@ fn commit_in(
     }
     ledger::insert_debit(tx, record, hash)?;
     let body = record.to_json();
-    tx.prepare_cached(
-        "INSERT OR ROLLBACK INTO outbox (kind, transfer_id, payload, created_at_ms)
-         VALUES ('TransferDone', ?1, ?2, ?3)",
-    )?
-    .execute(params![
-        record.transfer_id,
-        String::from_utf8_lossy(&body),
-        record.created_at_ms
-    ])?;
+    crate::outbox::insert_transfer_done(tx, record, &body)?;
     idempotency::complete(tx, user, key, lock_id, 201, &body)?;
     Ok(Answer::committed(body))
 }

@@ -13,6 +13,7 @@ use super::{Instance, PlainRow};
 use crate::db::{Db, DbError, Durability};
 use crate::idempotency::request_hash;
 use crate::ledger::{self, TransferRecord};
+use crate::outbox;
 
 /// One first request's floor; returns the outbox event id.
 pub(super) async fn first_request(
@@ -92,16 +93,7 @@ pub(super) async fn first_request(
             return Err(DbError::Task("the floor's key was not in progress".into()));
         }
         ledger::insert_debit(c, &t, &hash)?;
-        c.prepare_cached(
-            "INSERT OR ROLLBACK INTO outbox (kind, transfer_id, payload, created_at_ms)
-             VALUES ('TransferDone', ?1, ?2, ?3)",
-        )?
-        .execute(params![
-            t.transfer_id,
-            String::from_utf8_lossy(&body),
-            t.created_at_ms
-        ])?;
-        Ok(c.last_insert_rowid())
+        outbox::insert_transfer_done(c, &t, &body)
     })
     .await
 }
