@@ -404,6 +404,18 @@ fn batch_sizes_between(before: [u64; 8], after: [u64; 8]) -> String {
         .join(", ")
 }
 
+/// A figure-9 row of `subject` vs `baseline` requests/s, with its rounds' spread.
+fn cost_row(what: String, (subject, baseline): (f64, f64), rounds: &[f64]) -> Row {
+    Row::new("9", format!("PostgreSQL: {what}"))
+        .subject(format!("{subject:.0} req/s"))
+        .baseline(format!("{baseline:.0} req/s"))
+        .ratio(format!(
+            "{:.2} · per round {}",
+            baseline / subject,
+            spread(&summarize(rounds))
+        ))
+}
+
 /// Margin over the floor that the replacement target allows (issue #19's rule).
 const FLOOR_MARGIN: f64 = 1.25;
 
@@ -460,35 +472,21 @@ async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
                    "relay_batch_sizes": batch_sizes}),
         );
         report.rows.push(
-            Row::new(
-                "9",
-                format!(
-                    "PostgreSQL: first request vs plain insert, {in_flight} in flight (cost ratio)"
-                ),
+            cost_row(
+                format!("first request vs plain insert, {in_flight} in flight (cost ratio)"),
+                (f, p),
+                &per_round,
             )
-            .subject(format!("{f:.0} req/s"))
-            .baseline(format!("{p:.0} req/s"))
-            .ratio(format!(
-                "{ratio:.2} · per round {}",
-                spread(&summarize(&per_round))
-            ))
             .target("≤ 1.5", ratio <= 1.5),
         );
-        report.rows.push(
-            Row::new(
-                "9",
-                format!(
-                    "PostgreSQL: the contract's floor vs plain insert, {in_flight} in flight \
-                     (claim, gateway record, debit+outbox+key: one statement each; the same set-based relay)"
-                ),
-            )
-            .subject(format!("{fl:.0} req/s"))
-            .baseline(format!("{p:.0} req/s"))
-            .ratio(format!(
-                "{floor_ratio:.2} · per round {}",
-                spread(&summarize(&floor_round))
-            )),
-        );
+        report.rows.push(cost_row(
+            format!(
+                "the contract's floor vs plain insert, {in_flight} in flight (claim, gateway \
+                 record, debit+outbox+key: one statement each; the same set-based relay)"
+            ),
+            (fl, p),
+            &floor_round,
+        ));
         report.rows.push(
             Row::new(
                 "9",
