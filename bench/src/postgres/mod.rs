@@ -262,8 +262,12 @@ async fn closed_loop(
     }
 }
 
-/// A closed-loop load for `secs`.
+/// A closed-loop load for `secs`; with `drain`, then until the relay has delivered every
+/// event the load made: its backlog is part of what the load cost (counted in its time),
+/// and left over it would slow the next round instead (the relay can run behind a
+/// saturating load).
 async fn timed_load(
+    drain: Option<&tokio_postgres::Client>,
     bases: &[String],
     senders: &Arc<Vec<User>>,
     to: &str,
@@ -273,6 +277,7 @@ async fn timed_load(
 ) -> Load {
     let stop = Arc::new(AtomicBool::new(false));
     let before = (cpu_jiffies(), process_jiffies());
+    let started = Instant::now();
     let load = tokio::spawn(closed_loop(
         Arc::new(bases.to_vec()),
         senders.clone(),
@@ -284,35 +289,17 @@ async fn timed_load(
     tokio::time::sleep(Duration::from_secs_f64(secs)).await;
     stop.store(true, Ordering::Relaxed);
     let mut load = load.await.expect("load");
-    let after = (cpu_jiffies(), process_jiffies());
-    load.cpu = CpuSplit::between(before, after);
-    load
-}
-
-/// [`timed_load`], then until the relay has delivered every event the load made: its
-/// backlog is part of what the load cost (counted in its time), and left over it would
-/// slow the next round instead (the relay runs behind a saturating load).
-async fn drained_load(
-    db: &tokio_postgres::Client,
-    bases: &[String],
-    senders: &Arc<Vec<User>>,
-    to: &str,
-    kind: Kind,
-    in_flight: usize,
-    secs: f64,
-) -> Load {
-    let started = Instant::now();
-    let before = (cpu_jiffies(), process_jiffies());
-    let mut load = timed_load(bases, senders, to, kind, in_flight, secs).await;
-    let pending = "SELECT EXISTS (SELECT 1 FROM outbox WHERE NOT published)";
-    while db
-        .query_one(pending, &[])
-        .await
-        .is_ok_and(|r| r.get::<_, bool>(0))
-    {
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    if let Some(db) = drain {
+        let pending = "SELECT EXISTS (SELECT 1 FROM outbox WHERE NOT published)";
+        while db
+            .query_one(pending, &[])
+            .await
+            .is_ok_and(|r| r.get::<_, bool>(0))
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        load.rps = load.ms.len() as f64 / started.elapsed().as_secs_f64();
     }
-    load.rps = load.ms.len() as f64 / started.elapsed().as_secs_f64();
     load.cpu = CpuSplit::between(before, (cpu_jiffies(), process_jiffies()));
     load
 }
@@ -424,7 +411,7 @@ async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
     let server = start(&db, Duration::from_secs(48 * 3600)).await;
     let base = vec![server.base_url()];
     let (senders, to) = users(&base[0]).await;
-    let _warm = timed_load(&base, &senders, &to, Kind::First, 16, secs / 2.0).await;
+    let _warm = timed_load(None, &base, &senders, &to, Kind::First, 16, secs / 2.0).await;
     let pg = connect(&db).await;
     let (mut worst, mut worst_floor, mut worst_over_floor): (f64, f64, f64) = (0.0, 0.0, 0.0);
     let mut details = serde_json::Map::new();
@@ -434,10 +421,43 @@ async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
             (Rounds::default(), Rounds::default(), Rounds::default());
         let mut batches = [0; 8];
         for _ in 0..3 {
-            plain.push(drained_load(&pg, &base, &senders, &to, Kind::Plain, in_flight, secs).await);
-            floor.push(drained_load(&pg, &base, &senders, &to, Kind::Floor, in_flight, secs).await);
+            plain.push(
+                timed_load(
+                    Some(&pg),
+                    &base,
+                    &senders,
+                    &to,
+                    Kind::Plain,
+                    in_flight,
+                    secs,
+                )
+                .await,
+            );
+            floor.push(
+                timed_load(
+                    Some(&pg),
+                    &base,
+                    &senders,
+                    &to,
+                    Kind::Floor,
+                    in_flight,
+                    secs,
+                )
+                .await,
+            );
             let before = server_mock::store::postgres::batch_sizes();
-            first.push(drained_load(&pg, &base, &senders, &to, Kind::First, in_flight, secs).await);
+            first.push(
+                timed_load(
+                    Some(&pg),
+                    &base,
+                    &senders,
+                    &to,
+                    Kind::First,
+                    in_flight,
+                    secs,
+                )
+                .await,
+            );
             let after = server_mock::store::postgres::batch_sizes();
             for (i, (b, a)) in before.iter().zip(after).enumerate() {
                 batches[i] += a - b;
@@ -529,12 +549,12 @@ async fn instances(report: &mut Report, url: &str, secs: f64) {
     }
     let bases: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
     let (senders, to) = users(&bases[0]).await;
-    let _warm = timed_load(&bases, &senders, &to, Kind::First, 64, secs / 2.0).await;
+    let _warm = timed_load(None, &bases, &senders, &to, Kind::First, 64, secs / 2.0).await;
     let pg = connect(&db).await;
     let (mut rps, mut busy) = (Vec::new(), Vec::new());
     for n in 1..=3 {
         let before = cpu_jiffies();
-        let load = drained_load(&pg, &bases[..n], &senders, &to, Kind::First, 64, secs).await;
+        let load = timed_load(Some(&pg), &bases[..n], &senders, &to, Kind::First, 64, secs).await;
         let after = cpu_jiffies();
         rps.push(load.rps);
         busy.push((after.0 - before.0) as f64 / (after.1 - before.1).max(1) as f64);
