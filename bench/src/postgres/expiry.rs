@@ -79,6 +79,7 @@ pub(super) async fn drop_vs_delete(report: &mut Report, url: &str, sizes: &[i64]
         .now_ms()
         .div_euclid(DAY_MS);
     let idle = timed_load(
+        None,
         std::slice::from_ref(&base),
         &senders,
         &to,

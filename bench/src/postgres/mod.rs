@@ -262,8 +262,12 @@ async fn closed_loop(
     }
 }
 
-/// A closed-loop load for `secs`.
+/// A closed-loop load for `secs`; with `drain`, then until the relay has delivered every
+/// event the load made: its backlog is part of what the load cost (counted in its time),
+/// and left over it would slow the next round instead (the relay can run behind a
+/// saturating load).
 async fn timed_load(
+    drain: Option<&tokio_postgres::Client>,
     bases: &[String],
     senders: &Arc<Vec<User>>,
     to: &str,
@@ -273,6 +277,7 @@ async fn timed_load(
 ) -> Load {
     let stop = Arc::new(AtomicBool::new(false));
     let before = (cpu_jiffies(), process_jiffies());
+    let started = Instant::now();
     let load = tokio::spawn(closed_loop(
         Arc::new(bases.to_vec()),
         senders.clone(),
@@ -284,35 +289,17 @@ async fn timed_load(
     tokio::time::sleep(Duration::from_secs_f64(secs)).await;
     stop.store(true, Ordering::Relaxed);
     let mut load = load.await.expect("load");
-    let after = (cpu_jiffies(), process_jiffies());
-    load.cpu = CpuSplit::between(before, after);
-    load
-}
-
-/// [`timed_load`], then until the relay has delivered every event the load made: its
-/// backlog is part of what the load cost (counted in its time), and left over it would
-/// slow the next round instead (the relay runs behind a saturating load).
-async fn drained_load(
-    db: &tokio_postgres::Client,
-    bases: &[String],
-    senders: &Arc<Vec<User>>,
-    to: &str,
-    kind: Kind,
-    in_flight: usize,
-    secs: f64,
-) -> Load {
-    let started = Instant::now();
-    let before = (cpu_jiffies(), process_jiffies());
-    let mut load = timed_load(bases, senders, to, kind, in_flight, secs).await;
-    let pending = "SELECT EXISTS (SELECT 1 FROM outbox WHERE NOT published)";
-    while db
-        .query_one(pending, &[])
-        .await
-        .is_ok_and(|r| r.get::<_, bool>(0))
-    {
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    if let Some(db) = drain {
+        let pending = "SELECT EXISTS (SELECT 1 FROM outbox WHERE NOT published)";
+        while db
+            .query_one(pending, &[])
+            .await
+            .is_ok_and(|r| r.get::<_, bool>(0))
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        load.rps = load.ms.len() as f64 / started.elapsed().as_secs_f64();
     }
-    load.rps = load.ms.len() as f64 / started.elapsed().as_secs_f64();
     load.cpu = CpuSplit::between(before, (cpu_jiffies(), process_jiffies()));
     load
 }
@@ -404,6 +391,18 @@ fn batch_sizes_between(before: [u64; 8], after: [u64; 8]) -> String {
         .join(", ")
 }
 
+/// A figure-9 row of `subject` vs `baseline` requests/s, with its rounds' spread.
+fn cost_row(what: String, (subject, baseline): (f64, f64), rounds: &[f64]) -> Row {
+    Row::new("9", format!("PostgreSQL: {what}"))
+        .subject(format!("{subject:.0} req/s"))
+        .baseline(format!("{baseline:.0} req/s"))
+        .ratio(format!(
+            "{:.2} · per round {}",
+            baseline / subject,
+            spread(&summarize(rounds))
+        ))
+}
+
 /// Margin over the floor that the replacement target allows (issue #19's rule).
 const FLOOR_MARGIN: f64 = 1.25;
 
@@ -412,7 +411,7 @@ async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
     let server = start(&db, Duration::from_secs(48 * 3600)).await;
     let base = vec![server.base_url()];
     let (senders, to) = users(&base[0]).await;
-    let _warm = timed_load(&base, &senders, &to, Kind::First, 16, secs / 2.0).await;
+    let _warm = timed_load(None, &base, &senders, &to, Kind::First, 16, secs / 2.0).await;
     let pg = connect(&db).await;
     let (mut worst, mut worst_floor, mut worst_over_floor): (f64, f64, f64) = (0.0, 0.0, 0.0);
     let mut details = serde_json::Map::new();
@@ -422,10 +421,43 @@ async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
             (Rounds::default(), Rounds::default(), Rounds::default());
         let mut batches = [0; 8];
         for _ in 0..3 {
-            plain.push(drained_load(&pg, &base, &senders, &to, Kind::Plain, in_flight, secs).await);
-            floor.push(drained_load(&pg, &base, &senders, &to, Kind::Floor, in_flight, secs).await);
+            plain.push(
+                timed_load(
+                    Some(&pg),
+                    &base,
+                    &senders,
+                    &to,
+                    Kind::Plain,
+                    in_flight,
+                    secs,
+                )
+                .await,
+            );
+            floor.push(
+                timed_load(
+                    Some(&pg),
+                    &base,
+                    &senders,
+                    &to,
+                    Kind::Floor,
+                    in_flight,
+                    secs,
+                )
+                .await,
+            );
             let before = server_mock::store::postgres::batch_sizes();
-            first.push(drained_load(&pg, &base, &senders, &to, Kind::First, in_flight, secs).await);
+            first.push(
+                timed_load(
+                    Some(&pg),
+                    &base,
+                    &senders,
+                    &to,
+                    Kind::First,
+                    in_flight,
+                    secs,
+                )
+                .await,
+            );
             let after = server_mock::store::postgres::batch_sizes();
             for (i, (b, a)) in before.iter().zip(after).enumerate() {
                 batches[i] += a - b;
@@ -460,35 +492,21 @@ async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
                    "relay_batch_sizes": batch_sizes}),
         );
         report.rows.push(
-            Row::new(
-                "9",
-                format!(
-                    "PostgreSQL: first request vs plain insert, {in_flight} in flight (cost ratio)"
-                ),
+            cost_row(
+                format!("first request vs plain insert, {in_flight} in flight (cost ratio)"),
+                (f, p),
+                &per_round,
             )
-            .subject(format!("{f:.0} req/s"))
-            .baseline(format!("{p:.0} req/s"))
-            .ratio(format!(
-                "{ratio:.2} · per round {}",
-                spread(&summarize(&per_round))
-            ))
             .target("≤ 1.5", ratio <= 1.5),
         );
-        report.rows.push(
-            Row::new(
-                "9",
-                format!(
-                    "PostgreSQL: the contract's floor vs plain insert, {in_flight} in flight \
-                     (claim, gateway record, debit+outbox+key: one statement each; the same set-based relay)"
-                ),
-            )
-            .subject(format!("{fl:.0} req/s"))
-            .baseline(format!("{p:.0} req/s"))
-            .ratio(format!(
-                "{floor_ratio:.2} · per round {}",
-                spread(&summarize(&floor_round))
-            )),
-        );
+        report.rows.push(cost_row(
+            format!(
+                "the contract's floor vs plain insert, {in_flight} in flight (claim, gateway \
+                 record, debit+outbox+key: one statement each; the same set-based relay)"
+            ),
+            (fl, p),
+            &floor_round,
+        ));
         report.rows.push(
             Row::new(
                 "9",
@@ -531,12 +549,12 @@ async fn instances(report: &mut Report, url: &str, secs: f64) {
     }
     let bases: Vec<String> = servers.iter().map(|s| s.base_url()).collect();
     let (senders, to) = users(&bases[0]).await;
-    let _warm = timed_load(&bases, &senders, &to, Kind::First, 64, secs / 2.0).await;
+    let _warm = timed_load(None, &bases, &senders, &to, Kind::First, 64, secs / 2.0).await;
     let pg = connect(&db).await;
     let (mut rps, mut busy) = (Vec::new(), Vec::new());
     for n in 1..=3 {
         let before = cpu_jiffies();
-        let load = drained_load(&pg, &bases[..n], &senders, &to, Kind::First, 64, secs).await;
+        let load = timed_load(Some(&pg), &bases[..n], &senders, &to, Kind::First, 64, secs).await;
         let after = cpu_jiffies();
         rps.push(load.rps);
         busy.push((after.0 - before.0) as f64 / (after.1 - before.1).max(1) as f64);
