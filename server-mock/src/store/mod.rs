@@ -193,6 +193,32 @@ pub struct PlainRow {
     pub bucket: i64,
 }
 
+/// What a bench floor request writes: the transfer under a fresh key, its body and hash.
+pub(crate) struct FloorTransfer {
+    pub(crate) record: crate::ledger::TransferRecord,
+    pub(crate) body: Vec<u8>,
+    pub(crate) hash: Vec<u8>,
+}
+
+impl PlainRow {
+    /// The transfer a bench floor request makes of this row (both backends' floors).
+    pub(crate) fn floor_transfer(self) -> FloorTransfer {
+        let record = crate::ledger::TransferRecord {
+            transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
+            from_user_id: self.user_id,
+            to_user_id: self.to_user_id,
+            amount_minor: self.amount_minor,
+            currency: self.currency,
+            note: self.note,
+            created_at_ms: self.now_ms,
+            idempotency_key: uuid::Uuid::new_v4().to_string(),
+        };
+        let body = record.to_json();
+        let hash = crate::idempotency::request_hash("POST", "/v1/transfers", &body);
+        FloorTransfer { record, body, hash }
+    }
+}
+
 /// Everything the server keeps, behind one interface (one implementation per database).
 pub trait Store: Send + Sync {
     /// `sqlite` or `postgres`.

@@ -9,10 +9,9 @@
 
 use rusqlite::params;
 
-use super::{Instance, PlainRow};
+use super::{FloorTransfer, Instance, PlainRow};
 use crate::db::{Db, DbError, Durability};
-use crate::idempotency::request_hash;
-use crate::ledger::{self, TransferRecord};
+use crate::ledger;
 use crate::outbox;
 
 /// One first request's floor; returns the outbox event id.
@@ -21,26 +20,18 @@ pub(super) async fn first_request(
     instance: &Instance,
     p: PlainRow,
 ) -> Result<i64, DbError> {
-    let key = uuid::Uuid::new_v4().to_string();
-    let t = TransferRecord {
-        transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
-        from_user_id: p.user_id,
-        to_user_id: p.to_user_id,
-        amount_minor: p.amount_minor,
-        currency: p.currency,
-        note: p.note,
-        created_at_ms: p.now_ms,
-        idempotency_key: key,
-    };
-    let body = t.to_json();
-    let hash = request_hash("POST", "/v1/transfers", &body);
+    let bucket = p.bucket;
+    let FloorTransfer {
+        record: t,
+        body,
+        hash,
+    } = p.floor_transfer();
     let (t, body, hash) = (
         std::sync::Arc::new(t),
         std::sync::Arc::new(body),
         std::sync::Arc::new(hash),
     );
     let lease = (instance.id.clone(), instance.mono_ms());
-    let bucket = p.bucket;
     let (t1, b1, h1) = (t.clone(), body.clone(), hash.clone());
     db.write(Durability::Normal, move |c| {
         c.prepare_cached(

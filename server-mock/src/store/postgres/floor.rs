@@ -8,11 +8,10 @@
 //! costs on this machine; the gap between this and a first request is what the design
 //! adds on top (the look-ups, the fence, the pre-checks, the separate BEGIN/COMMITs).
 
+use super::keys::with_partition;
 use super::{exec, opt, PgStore};
 use crate::db::DbError;
-use crate::idempotency::request_hash;
-use crate::ledger::TransferRecord;
-use crate::store::PlainRow;
+use crate::store::{FloorTransfer, PlainRow};
 
 /// `SET LOCAL synchronous_commit = off` inside one autocommit statement: the setting
 /// lasts until that statement's implicit commit, which it governs.
@@ -44,36 +43,27 @@ const DEBIT: &str = "WITH done AS (
 
 /// One first request's floor; returns the outbox event id.
 pub(super) async fn first_request(store: &PgStore, p: PlainRow) -> Result<i64, DbError> {
-    let key = uuid::Uuid::new_v4().to_string();
-    let t = TransferRecord {
-        transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
-        from_user_id: p.user_id,
-        to_user_id: p.to_user_id,
-        amount_minor: p.amount_minor,
-        currency: p.currency,
-        note: p.note,
-        created_at_ms: p.now_ms,
-        idempotency_key: key.clone(),
-    };
-    let body = t.to_json();
-    let hash = request_hash("POST", "/v1/transfers", &body);
+    let bucket = p.bucket;
+    let FloorTransfer {
+        record: t,
+        body,
+        hash,
+    } = p.floor_transfer();
+    let key = t.idempotency_key.clone();
     let c = store.client().await?;
     let instance: &str = &store.instance.id;
-    exec(
-        &c,
-        CLAIM,
-        &[
-            &t.from_user_id,
-            &key,
-            &hash,
-            &"floor",
-            &t.created_at_ms,
-            &p.bucket,
-            &instance,
-            &body,
-        ],
-    )
-    .await?;
+    // As a claim does: a bucket past the partitions made ahead gets its partition first.
+    let claim: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+        &t.from_user_id,
+        &key,
+        &hash,
+        &"floor",
+        &t.created_at_ms,
+        &bucket,
+        &instance,
+        &body,
+    ];
+    with_partition(store, bucket, || exec(&c, CLAIM, &claim)).await?;
     let authorization = format!("auth_{}", uuid::Uuid::new_v4().simple());
     exec(
         &c,
@@ -96,7 +86,7 @@ pub(super) async fn first_request(store: &PgStore, p: PlainRow) -> Result<i64, D
             &t.created_at_ms,
             &String::from_utf8_lossy(&body).as_ref(),
             &body,
-            &p.bucket,
+            &bucket,
         ],
     )
     .await?

@@ -124,7 +124,11 @@ where
 
 /// Runs `insert`; when the bucket has no partition yet (a clock jump past the ones made
 /// ahead), creates it and runs `insert` once more.
-async fn with_partition<T, F, Fut>(store: &PgStore, bucket: i64, insert: F) -> Result<T, DbError>
+pub(super) async fn with_partition<T, F, Fut>(
+    store: &PgStore,
+    bucket: i64,
+    insert: F,
+) -> Result<T, DbError>
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T, DbError>>,
