@@ -1,5 +1,6 @@
 //! Integration tests for server-mock over real HTTP and real SQLite files.
 
+mod bench_api;
 mod common;
 mod concurrency;
 mod contract;
