@@ -83,44 +83,12 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
         let (mut first, mut floor, mut plain) =
             (Rounds::default(), Rounds::default(), Rounds::default());
         let mut batches = [0; 8];
+        let load = |kind| timed_load(Some(&pg), &base, &senders, &to, kind, in_flight, secs);
         for _ in 0..3 {
-            plain.push(
-                timed_load(
-                    Some(&pg),
-                    &base,
-                    &senders,
-                    &to,
-                    Kind::Plain,
-                    in_flight,
-                    secs,
-                )
-                .await,
-            );
-            floor.push(
-                timed_load(
-                    Some(&pg),
-                    &base,
-                    &senders,
-                    &to,
-                    Kind::Floor,
-                    in_flight,
-                    secs,
-                )
-                .await,
-            );
+            plain.push(load(Kind::Plain).await);
+            floor.push(load(Kind::Floor).await);
             let before = server_mock::store::postgres::batch_sizes();
-            first.push(
-                timed_load(
-                    Some(&pg),
-                    &base,
-                    &senders,
-                    &to,
-                    Kind::First,
-                    in_flight,
-                    secs,
-                )
-                .await,
-            );
+            first.push(load(Kind::First).await);
             let after = server_mock::store::postgres::batch_sizes();
             for (i, (b, a)) in before.iter().zip(after).enumerate() {
                 batches[i] += a - b;

@@ -3,32 +3,33 @@
 
 use crate::common::*;
 
+/// `POST /v1/bench/{what}` as `user` with a JSON body.
+async fn bench(s: &TestServer, what: &str, user: &User, body: String) -> Resp {
+    to_resp(
+        s.client
+            .post(format!("{}/v1/bench/{what}", s.url))
+            .bearer_auth(&user.token)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn the_bench_floor_moves_money_once_per_request_and_the_relay_credits_it() {
     let s = start_default().await;
     let (a, b) = (s.user("A", 100).await, s.user("B", 0).await);
     for _ in 0..3 {
-        let r = to_resp(
-            s.client
-                .post(format!("{}/v1/bench/floor", s.url))
-                .bearer_auth(&a.token)
-                .header("content-type", "application/json")
-                .body(transfer_body(&b.id, 10))
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await;
+        let r = bench(&s, "floor", &a, transfer_body(&b.id, 10)).await;
         assert_eq!(r.status, 201, "{:?}", r.json());
     }
     s.settle().await;
     assert_eq!((s.balance(&a).await, s.balance(&b).await), (70, 30));
-    let debits = s
-        .ledger()
-        .await
-        .iter()
-        .filter(|e| e["kind"] == "debit")
-        .count();
+    let ledger = s.ledger().await;
+    let debits = ledger.iter().filter(|e| e["kind"] == "debit").count();
     assert_eq!(
         debits, 3,
         "one debit per floor request, each under its own key"
@@ -40,24 +41,9 @@ async fn the_bench_floor_moves_money_once_per_request_and_the_relay_credits_it()
 async fn bench_plain_validates_like_a_transfer() {
     let s = start_default().await;
     let (a, b) = (s.user("A", 0).await, s.user("B", 0).await);
-    let send = |body: String| {
-        let (client, url, token) = (s.client.clone(), s.url.clone(), a.token.clone());
-        async move {
-            to_resp(
-                client
-                    .post(format!("{url}/v1/bench/plain"))
-                    .bearer_auth(token)
-                    .header("content-type", "application/json")
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap(),
-            )
-            .await
-        }
-    };
-    assert_eq!(send(transfer_body(&b.id, 100)).await.status, 201);
-    assert_eq!(send(transfer_body(&b.id, 0)).await.status, 400);
-    assert_eq!(send(transfer_body("usr_nobody", 1)).await.status, 404);
+    let plain = |body: String| bench(&s, "plain", &a, body);
+    assert_eq!(plain(transfer_body(&b.id, 100)).await.status, 201);
+    assert_eq!(plain(transfer_body(&b.id, 0)).await.status, 400);
+    assert_eq!(plain(transfer_body("usr_nobody", 1)).await.status, 404);
     s.stop().await;
 }
