@@ -5,8 +5,8 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-use super::keys::retrying;
 use super::keys::{complete, hold, release, HOLD};
+use super::retrying;
 use super::{in_transaction, opt, PgStore};
 use crate::db::DbError;
 use crate::ledger::TransferRecord;

@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use super::commit::{commit_in, debit_by_key};
-use super::{exec, in_transaction, opt, partitions, rows, sqlstate, PgStore};
+use super::{exec, in_transaction, opt, partitions, retrying, rows, sqlstate, PgStore};
 use crate::db::DbError;
 use crate::gateway::Authorization;
 use crate::idempotency::{Claim, Existing, KeyRow};
@@ -96,30 +96,6 @@ pub(super) async fn claim(
         })
     };
     with_partition(store, bucket, attempt).await
-}
-
-/// Runs `attempt` again after a serialization failure or deadlock, like
-/// [`in_transaction!`], for transactions that open and close themselves.
-pub(super) async fn retrying<T, F, Fut>(store: &PgStore, attempt: F) -> Result<T, DbError>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<T, DbError>>,
-{
-    let mut n: u32 = 1;
-    loop {
-        match attempt().await {
-            Err(e) if super::is_conflict(&e) => {
-                if n >= super::MAX_ATTEMPTS {
-                    return Err(DbError::Conflict(n));
-                }
-                store.note_retry();
-                tracing::debug!(attempt = n, %e, "transaction conflict; retrying");
-                tokio::time::sleep(std::time::Duration::from_millis(u64::from(n) * 3)).await;
-                n += 1;
-            }
-            other => return other,
-        }
-    }
 }
 
 /// Runs `insert`; when the bucket has no partition yet (a clock jump past the ones made

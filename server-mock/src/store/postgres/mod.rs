@@ -54,39 +54,46 @@ pub const MAX_ATTEMPTS: u32 = 5;
 macro_rules! in_transaction {
     ($store:expr, |$tx:ident| $body:expr) => {{
         let store: &$crate::store::postgres::PgStore = $store;
-        let mut attempt: u32 = 1;
-        loop {
-            let result: Result<_, $crate::db::DbError> = async {
-                let mut client = store.pool.get().await?;
-                let $tx = client
-                    .build_transaction()
-                    .isolation_level(tokio_postgres::IsolationLevel::ReadCommitted)
-                    .start()
-                    .await?;
-                let out = $body;
-                $tx.commit().await?;
-                Ok(out)
-            }
-            .await;
-            match result {
-                Err(e) if $crate::store::postgres::is_conflict(&e) => {
-                    if attempt >= $crate::store::postgres::MAX_ATTEMPTS {
-                        break Err($crate::db::DbError::Conflict(attempt));
-                    }
-                    store.note_retry();
-                    tracing::debug!(attempt, %e, "transaction conflict; retrying");
-                    tokio::time::sleep(std::time::Duration::from_millis(
-                        u64::from(attempt) * 3,
-                    ))
-                    .await;
-                    attempt += 1;
-                }
-                other => break other,
-            }
-        }
+        $crate::store::postgres::retrying(store, || async {
+            let mut client = store.pool.get().await?;
+            let $tx = client
+                .build_transaction()
+                .isolation_level(tokio_postgres::IsolationLevel::ReadCommitted)
+                .start()
+                .await?;
+            let out = $body;
+            $tx.commit().await?;
+            Ok::<_, $crate::db::DbError>(out)
+        })
+        .await
     }};
 }
 pub(crate) use in_transaction;
+
+/// Runs `attempt` again after a serialization failure or deadlock, a bounded number of
+/// times ([`in_transaction!`] and the transactions that open and close themselves).
+pub(crate) async fn retrying<T, F, Fut>(store: &PgStore, attempt: F) -> Result<T, DbError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, DbError>>,
+{
+    let mut n: u32 = 1;
+    loop {
+        match attempt().await {
+            Err(e) if is_conflict(&e) => {
+                if n >= MAX_ATTEMPTS {
+                    return Err(DbError::Conflict(n));
+                }
+                store.note_retry();
+                tracing::debug!(attempt = n, %e, "transaction conflict; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(u64::from(n) * 3)).await;
+                n += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 pub use relay::batch_sizes;
 pub use schema::fresh_database;
 
