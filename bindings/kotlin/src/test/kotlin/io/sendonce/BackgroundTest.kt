@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
 import java.io.File
 import java.time.Duration
-import java.util.Collections
+import java.util.concurrent.CopyOnWriteArrayList
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 
@@ -114,7 +114,7 @@ class BackgroundTest : ServerTest() {
     fun `a 401 asks the provider once and retries with the same key`() = runBlocking {
         val alice = server.createUser("alice", 1_000_000)
         val bob = server.createUser("bob")
-        val asked = Collections.synchronizedList(mutableListOf<Boolean>())
+        val asked = CopyOnWriteArrayList<Boolean>()
         val provider = recordingProvider(asked) { alice.token }
         SendOnce.open(config(alice, token = "expired"), provider, null).use { sdk ->
             val t = sdk.sendTransfer(bob.id, 1_000, "BDT")
@@ -129,7 +129,7 @@ class BackgroundTest : ServerTest() {
     fun `a provider that throws parks the transfer in AuthRequired, asked once`() = runBlocking {
         val alice = server.createUser("alice", 1_000_000)
         val bob = server.createUser("bob")
-        val asked = Collections.synchronizedList(mutableListOf<Boolean>())
+        val asked = CopyOnWriteArrayList<Boolean>()
         val provider = recordingProvider(asked) { throw IllegalStateException("keychain locked") }
         SendOnce.open(config(alice, token = "expired"), provider, null).use { sdk ->
             val t = sdk.sendTransfer(bob.id, 1_000, "BDT")
@@ -164,9 +164,9 @@ class BackgroundTest : ServerTest() {
     fun `events follow the transfer and the log sink gets no recipient, note or token`() = runBlocking {
         val alice = server.createUser("alice", 1_000_000)
         val bob = server.createUser("bob")
-        val lines = Collections.synchronizedList(mutableListOf<LogRecord>())
+        val lines = CopyOnWriteArrayList<LogRecord>()
         setSendOnceLogSink(LogLevel.TRACE) { lines += it }
-        val events = Collections.synchronizedList(mutableListOf<SdkEvent>())
+        val events = CopyOnWriteArrayList<SdkEvent>()
         try {
             SendOnce.open(config(alice)).use { sdk ->
                 sdk.addEventListener { events += it }

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import java.time.Duration
-import java.util.Collections
+import java.util.concurrent.CopyOnWriteArrayList
 import java.util.concurrent.TimeUnit
 
 /** The SDK's requests through the app's OkHttp client: against server-mock, and its certificate pinner on TLS. */
@@ -40,7 +40,7 @@ class OkHttpTransportTest : ServerTest() {
             baseUrl = baseUrl, dbPath = server.dbPath(), accessToken = AccessToken("tok"), requestTimeout = Duration.ofSeconds(60),
             retry = defaultRetryPolicy().copy(base = Duration.ofSeconds(30), jitter = false),
         )
-        val errors = Collections.synchronizedList(mutableListOf<String>())
+        val errors = CopyOnWriteArrayList<String>()
         SendOnce.open(config, null, OkHttpTransport(client)).use { sdk ->
             sdk.addEventListener { e -> if (e is SdkEvent.AttemptAnswered && e.status == null) e.error?.let { errors += it } }.use {
                 sdk.sendTransfer("usr_x", 100, "BDT")
