@@ -101,11 +101,18 @@ async fn run(
     hash: &[u8],
 ) -> Result<Answer, DbError> {
     // (0) A finished key replays its stored answer even if the same body would no longer
-    // validate (recipient gone, limit lowered): the outcome was decided when it ran.
-    if let Some(answer) = answer_from_row(app, caller, key, hash).await? {
-        return Ok(answer);
+    // validate (recipient gone, limit lowered): the outcome was decided when it ran. The
+    // recipient's currency, which validation needs, is read in the same visit.
+    let parsed = validate::parse(body);
+    let recipient = parsed.as_ref().ok().map(|p| p.to_user_id.clone());
+    let (row, currency) = app
+        .store
+        .key_row_and_currency(caller.user_id.clone(), key.to_string(), recipient)
+        .await?;
+    if let Some(row) = row {
+        return Ok(answer_existing(row.into_existing(hash)));
     }
-    let transfer = match validate(app, caller, body).await {
+    let transfer = match parsed.and_then(|p| validate::check(app, caller, p, currency)) {
         Ok(t) => t,
         // A concurrent first request may have claimed the key meanwhile: its row decides.
         Err(problem) => {
@@ -122,15 +129,12 @@ async fn run(
         );
     }
     let lock_id = uuid::Uuid::new_v4().simple().to_string();
-    // The balance pre-check (a read on the reader connection) runs while the claim waits for
-    // the writer: one hop less on the request's path. It is advisory either way — the fenced
-    // commit reads the balance again and decides — so reading it a little earlier changes no
-    // outcome; a lost claim only wasted the read.
-    let (claimed, balance) = tokio::join!(
-        claim(app, caller, key, body, hash, &lock_id),
-        app.store.balance(caller.user_id.clone()),
-    );
-    match claimed? {
+    // The balance pre-check is read beside the claim (SQLite: on the reader connection
+    // while the claim waits for the writer; PostgreSQL: in the claim's own statement). It
+    // is advisory either way — the fenced commit reads the balance again and decides — so
+    // reading it a little earlier changes no outcome; a lost claim only wasted the read.
+    let (claimed, balance) = claim(app, caller, key, body, hash, &lock_id).await?;
+    match claimed {
         Claim::Acquired => {}
         Claim::Exists(existing) => return Ok(answer_existing(existing)),
     }
@@ -144,7 +148,7 @@ async fn run(
     // A definitive 402 never costs a gateway call: a balance that does not cover the amount
     // now goes straight to the commit, which stores the 402 (or, if a credit arrived
     // meanwhile, moves nothing unauthorised and asks for a retry).
-    if balance? < transfer.amount_minor {
+    if balance < transfer.amount_minor {
         return commit(app, caller, key, hash, &transfer, &lock_id, Authorised::No).await;
     }
 
@@ -191,7 +195,7 @@ async fn run(
 }
 
 /// The answer a key row already gives, if there is one (read from the reader
-/// connection, without waiting for the writer).
+/// connection, without waiting for the writer): a claim that raced our validation.
 async fn answer_from_row(
     app: &App,
     caller: &Caller,
@@ -218,7 +222,8 @@ fn answer_existing(existing: Existing) -> Answer {
     }
 }
 
-/// (1) Claims the key: the primary key decides a race, no read-then-write.
+/// (1) Claims the key (the primary key decides a race, no read-then-write), and reads the
+/// sender's balance beside it.
 async fn claim(
     app: &App,
     caller: &Caller,
@@ -226,9 +231,9 @@ async fn claim(
     body: &[u8],
     hash: &[u8],
     lock_id: &str,
-) -> Result<Claim, DbError> {
+) -> Result<(Claim, i64), DbError> {
     app.store
-        .claim(NewClaim {
+        .claim_with_balance(NewClaim {
             user_id: caller.user_id.clone(),
             key: key.to_string(),
             hash: hash.to_vec(),

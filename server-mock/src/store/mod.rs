@@ -237,8 +237,39 @@ pub trait Store: Send + Sync {
 
     /// The key row for (user, key), if any.
     fn key_row(&self, user_id: String, key: String) -> Fut<'_, Option<KeyRow>>;
+    /// Phase 0's read and validation's look-up in one visit: the key row for (user, key),
+    /// and the wallet currency of `recipient` (`None`: no such user, or none asked for).
+    /// By default two reads at once; a store that reads both in one statement says so.
+    fn key_row_and_currency(
+        &self,
+        user_id: String,
+        key: String,
+        recipient: Option<String>,
+    ) -> Fut<'_, (Option<KeyRow>, Option<String>)> {
+        Box::pin(async move {
+            let currency = async {
+                match recipient {
+                    Some(r) => self.user_currency(r).await,
+                    None => Ok(None),
+                }
+            };
+            tokio::try_join!(self.key_row(user_id, key), currency)
+        })
+    }
     /// Phase 1: inserts the key row `IN_PROGRESS` under this process's lease.
     fn claim(&self, claim: NewClaim) -> Fut<'_, Claim>;
+    /// Phase 1 and the sender's balance for the advisory pre-check (0 when the key was
+    /// taken). By default two reads at once; a store that reads both in one visit says so.
+    fn claim_with_balance(&self, claim: NewClaim) -> Fut<'_, (Claim, i64)> {
+        Box::pin(async move {
+            let user_id = claim.user_id.clone();
+            let (claimed, balance) = tokio::join!(self.claim(claim), self.balance(user_id));
+            Ok(match claimed? {
+                Claim::Acquired => (Claim::Acquired, balance?),
+                taken => (taken, 0),
+            })
+        })
+    }
     /// Phase 2's record: the gateway's authorisation for (user, key), idempotently.
     fn authorize(
         &self,

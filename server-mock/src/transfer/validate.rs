@@ -38,8 +38,29 @@ pub struct ValidTransfer {
 
 /// Parses and validates a transfer body (shared with the bench endpoint). Nothing is stored.
 pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTransfer, Problem> {
-    let parsed: TransferBody = serde_json::from_slice(body)
-        .map_err(|e| Problem::invalid(format!("malformed transfer body: {e}")))?;
+    let parsed = parse(body)?;
+    let recipient_currency = app
+        .store
+        .user_currency(parsed.to_user_id.clone())
+        .await
+        .map_err(Problem::from_db)?;
+    check(app, caller, parsed, recipient_currency)
+}
+
+/// The body as sent, or 400.
+pub(super) fn parse(body: &[u8]) -> Result<TransferBody, Problem> {
+    serde_json::from_slice(body)
+        .map_err(|e| Problem::invalid(format!("malformed transfer body: {e}")))
+}
+
+/// The checks of [`validate`] on a parsed body, given the recipient's wallet currency as
+/// looked up (`None`: no such user).
+pub(super) fn check(
+    app: &App,
+    caller: &Caller,
+    parsed: TransferBody,
+    recipient_currency: Option<String>,
+) -> Result<ValidTransfer, Problem> {
     let max = app.max_amount_minor();
     if parsed.amount_minor <= 0 || parsed.amount_minor > max {
         return Err(Problem::invalid(format!(
@@ -73,11 +94,6 @@ pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTr
     if parsed.to_user_id == caller.user_id {
         return Err(Problem::invalid("a transfer to yourself is not allowed"));
     }
-    let recipient_currency = app
-        .store
-        .user_currency(parsed.to_user_id.clone())
-        .await
-        .map_err(Problem::from_db)?;
     match recipient_currency {
         None => Err(Problem::new(
             StatusCode::NOT_FOUND,

@@ -3,11 +3,11 @@
 //! the same order, on rows locked `FOR UPDATE`.
 
 use deadpool_postgres::GenericClient;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::Row;
 
 use super::keys::{complete, hold, release, HOLD};
-use super::retrying;
-use super::{in_transaction, opt, PgStore};
+use super::{in_transaction, is_conflict, opt, retrying, sqlstate, PgStore};
 use crate::db::DbError;
 use crate::ledger::TransferRecord;
 use crate::problem::Problem;
@@ -125,10 +125,110 @@ pub(super) async fn commit_in<C: GenericClient>(
     }
 }
 
-/// A first request's phase 3 on one connection in two round trips: BEGIN travels with
-/// the fence and the balances, COMMIT with the debit (pipelined, see keys.rs). The
-/// decisions are [`commit_in`]'s; only where the transaction opens and closes differs.
+/// A first request's phase 3. The common case — the pre-check expects a debit — is one
+/// autocommit statement ([`FAST_DEBIT`]); anything else it meets, it leaves unwritten to
+/// [`decided`], which takes every decision as [`commit_in`] does.
 pub(super) async fn commit(
+    store: &PgStore,
+    record: &TransferRecord,
+    hash: &[u8],
+    lock_id: &str,
+    rules: Rules,
+) -> Result<Answer, DbError> {
+    let body = record.to_json();
+    if rules.fenced
+        && rules.authorised == Authorised::Yes
+        && fast_debit(store, record, &body, hash, lock_id, rules.max_balance).await?
+    {
+        return Ok(Answer::committed(body));
+    }
+    decided(store, record, hash, lock_id, rules).await
+}
+
+/// The fence, the sender's balance row (both locked, in that order: the order of
+/// [`decide`] and the reaper), the checks of [`decide`] that let a debit go ahead, then
+/// the debit, its event and the completed key — all in one statement, so the transaction
+/// costs no `BEGIN`/`COMMIT` of its own. When any check fails it inserts nothing and
+/// [`decide`] answers; the statement never stores an answer but a debit's 201.
+///
+/// In the one statement, the sender's balance is the locked row's latest version; the
+/// recipient's balance and the ledger guard are read on the statement's snapshot, as in
+/// [`POSITION`]. No `ON CONFLICT` on the debit: a debit for this key committed after that
+/// snapshot fails the whole statement (23505), which then wrote nothing.
+const FAST_DEBIT: &str = "WITH fence AS (
+         SELECT 1 FROM idempotency_keys
+         WHERE user_id = $1 AND idem_key = $4 AND lock_id = $12 AND state = 'in_progress'
+         FOR UPDATE),
+     sender AS (
+         SELECT b.balance_minor FROM balances b, fence WHERE b.user_id = $1
+         FOR UPDATE OF b),
+     go AS (
+         SELECT 1 FROM sender
+         WHERE sender.balance_minor >= $2
+           AND COALESCE((SELECT balance_minor FROM balances WHERE user_id = $6), 0) <= $13 - $2
+           AND NOT EXISTS (SELECT 1 FROM ledger
+                           WHERE kind = 'debit' AND user_id = $1 AND idem_key = $4)),
+     debit AS (
+         INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
+                             counterparty, currency, note, created_at_ms)
+         SELECT $1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9 FROM go
+         RETURNING 1),
+     event AS (
+         INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
+         SELECT 'TransferDone', $3, $10, $9 FROM debit),
+     done AS (
+         UPDATE idempotency_keys SET state = 'completed', response_status = 201,
+                                     response_body = $11
+         WHERE user_id = $1 AND idem_key = $4 AND lock_id = $12 AND state = 'in_progress'
+           AND EXISTS (SELECT 1 FROM debit))
+     SELECT COUNT(*) FROM debit";
+
+/// [`FAST_DEBIT`]: whether it debited (`false`: it wrote nothing).
+pub(super) async fn fast_debit(
+    store: &PgStore,
+    record: &TransferRecord,
+    body: &[u8],
+    hash: &[u8],
+    lock_id: &str,
+    max_balance: i64,
+) -> Result<bool, DbError> {
+    let c = store.client().await?;
+    let debited = opt(
+        &c,
+        FAST_DEBIT,
+        &[
+            &record.from_user_id,
+            &record.amount_minor,
+            &record.transfer_id,
+            &record.idempotency_key,
+            &hash,
+            &record.to_user_id,
+            &record.currency,
+            &record.note,
+            &record.created_at_ms,
+            &String::from_utf8_lossy(body).as_ref(),
+            &body,
+            &lock_id,
+            &max_balance,
+        ],
+    )
+    .await;
+    match debited {
+        Ok(row) => Ok(row.is_some_and(|r| r.get::<_, i64>(0) == 1)),
+        // A debit for this key that committed after our snapshot, or a lock cycle: the
+        // statement rolled back whole, and the full path decides.
+        Err(e) if is_conflict(&e) || sqlstate(&e) == Some(&SqlState::UNIQUE_VIOLATION) => {
+            tracing::debug!(%e, "fast debit wrote nothing; deciding in full");
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Phase 3 with every decision on one connection in two round trips: BEGIN travels with
+/// the fence and the balances, COMMIT with the debit (pipelined, see below). The
+/// decisions are [`commit_in`]'s; only where the transaction opens and closes differs.
+pub(super) async fn decided(
     store: &PgStore,
     record: &TransferRecord,
     hash: &[u8],
@@ -167,6 +267,14 @@ pub(super) async fn commit(
     })
     .await
 }
+
+// Pipelined statements: tokio-postgres sends a query when its future is first polled, and
+// `try_join!` polls in order, so statements prepared beforehand (no round trip of their
+// own) reach PostgreSQL in that order, in one flush, and run one after the other; an error
+// in one fails those after it (the transaction is aborted), and that first error is
+// returned. Every request of a `try_join!` is sent on its first poll, before any answer
+// is awaited, so a caller dropped midway still leaves the whole batch queued: a batch
+// ending in COMMIT never leaves its connection inside a transaction.
 
 /// The hot path's BEGIN (the isolation level of [`in_transaction!`]).
 const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
@@ -235,7 +343,7 @@ async fn decide<C: GenericClient>(
         record.from_user_id.as_str(),
         record.idempotency_key.as_str(),
     );
-    // The fence's row lock, then the balances, in one round trip (pipelined, see keys.rs):
+    // The fence's row lock, then the balances, in one round trip (pipelined, see above):
     // both statements prepared first, so each future sends its query on its first poll,
     // in this order. Reading the balances of a request that lost its lock costs nothing.
     tx.prepare_cached(HOLD).await?;

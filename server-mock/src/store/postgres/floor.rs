@@ -6,7 +6,8 @@
 //! credit and SMS of a whole batch in one statement (`relay.rs`), which a per-request
 //! statement would not beat. The gap between this and `bench_plain` is what the contract
 //! costs on this machine; the gap between this and a first request is what the design
-//! adds on top (the look-ups, the fence, the pre-checks, the separate BEGIN/COMMITs).
+//! adds on top (the key look-up, the claim's key lock and balance read, the fence and the
+//! locked balance row inside the one-statement debit).
 
 use super::keys::with_partition;
 use super::{exec, opt, PgStore};

@@ -4,7 +4,6 @@
 
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::ToSql;
 
 use super::commit::{commit_in, debit_by_key};
 use super::{exec, in_transaction, opt, partitions, retrying, rows, sqlstate, PgStore};
@@ -20,83 +19,60 @@ use crate::transfer::{self, Rules};
 /// row. Held until commit; the NOT EXISTS of the insert then runs on a fresh snapshot.
 const KEY_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))";
 
-/// The claim's insert: only if no partition has the key yet (the key lock makes that check
-/// race-free across partitions).
-const CLAIM: &str = "INSERT INTO idempotency_keys
-        (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms,
-         bucket, lock_instance, lock_mono_ms, request_body)
-     SELECT $1, $2, $3, 'in_progress', $4, $5, $5, $6, $7, $8, $9
-     WHERE NOT EXISTS
-         (SELECT 1 FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2)
-     ON CONFLICT (user_id, idem_key, bucket) DO NOTHING";
-
-/// The claim's transaction, opened and closed around its statements in one flush (see
-/// [`claim`]); `synchronous_commit = off` for it only (`SET LOCAL`).
-const CLAIM_BEGIN: &str =
-    "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = off";
-
-// Pipelined statements: tokio-postgres sends a query when its future is first polled, and
-// `try_join!` polls in order, so statements prepared beforehand (no round trip of their
-// own) reach PostgreSQL in that order, in one flush, and run one after the other; an error
-// in one fails those after it (the transaction is aborted), and that first error is
-// returned. Every request of a `try_join!` is sent on its first poll, before any answer
-// is awaited, so a caller dropped midway still leaves the whole batch queued: a batch
-// ending in COMMIT never leaves its connection inside a transaction.
-
-/// Phase 1: the key row `IN_PROGRESS` under this instance's lease.
+/// Phase 1: the key row `IN_PROGRESS` under this instance's lease, and the sender's
+/// balance for the advisory pre-check (0 when the key was taken).
 ///
-/// `synchronous_commit = off` for this transaction only: a claim moves no money, so it
-/// need only be durable before money moves, and the debit's commit flushes the WAL up
-/// to itself, this claim included. A database crash before that may forget the claim;
-/// the client's retry then claims again and repeats the idempotent gateway step.
-///
-/// One round trip for the whole transaction — BEGIN, key lock, insert, COMMIT — in one
-/// flush: the insert still runs after the lock is granted, on a snapshot taken then, and
-/// an error anywhere makes the COMMIT a rollback. A key that exists already is read
-/// after the commit (its row was committed before our lock was granted).
+/// One statement, one round trip: `sendonce_claim` (schema.rs) is the claim's whole
+/// transaction — key lock, insert, balance read — in autocommit. Its commit does not wait
+/// for the disk (`synchronous_commit = off` for it only): a claim moves no money, so it
+/// need only be durable before money moves, and the debit's commit flushes the WAL up to
+/// itself, this claim included. A database crash before that may forget the claim; the
+/// client's retry then claims again and repeats the idempotent gateway step. A key that
+/// exists already is read after the commit (its row was committed before our lock was
+/// granted).
 pub(super) async fn claim(
     store: &PgStore,
     k: NewClaim,
     instance: Instance,
-) -> Result<Claim, DbError> {
+) -> Result<(Claim, i64), DbError> {
     let bucket = k.now_ms.div_euclid(k.bucket_width_ms);
     let attempt = || {
         retrying(store, || async {
             let client = store.client().await?;
-            let lock = client.prepare_cached(KEY_LOCK).await?;
-            let insert = client.prepare_cached(CLAIM).await?;
+            // Taken just before the insert: the lease starts no later than the row.
             let lock_mono_ms = instance.mono_ms();
-            let lock_params: [&(dyn ToSql + Sync); 2] = [&k.user_id, &k.key];
-            let claim_params: [&(dyn ToSql + Sync); 9] = [
-                &k.user_id,
-                &k.key,
-                &k.hash,
-                &k.lock_id,
-                &k.now_ms,
-                &bucket,
-                &&*instance.id,
-                // Taken just before the insert: the lease starts no later than the row.
-                &lock_mono_ms,
-                &k.body,
-            ];
-            let ((), _, inserted, ()) = tokio::try_join!(
-                client.batch_execute(CLAIM_BEGIN),
-                client.execute(&lock, &lock_params),
-                client.execute(&insert, &claim_params),
-                client.batch_execute("COMMIT"),
-            )?;
-            Ok(if inserted == 1 {
-                Claim::Acquired
-            } else {
-                match read(&client, &k.user_id, &k.key).await? {
-                    Some(row) => Claim::Exists(row.into_existing(&k.hash)),
-                    None => Claim::Exists(Existing::InProgress { same_request: true }),
-                }
-            })
+            let row = opt(
+                &client,
+                CLAIM,
+                &[
+                    &k.user_id,
+                    &k.key,
+                    &k.hash,
+                    &k.lock_id,
+                    &k.now_ms,
+                    &bucket,
+                    &&*instance.id,
+                    &lock_mono_ms,
+                    &k.body,
+                ],
+            )
+            .await?
+            .ok_or_else(|| DbError::Task("sendonce_claim returned no row".into()))?;
+            if row.get::<_, bool>(0) {
+                return Ok((Claim::Acquired, row.get(1)));
+            }
+            let existing = match read(&client, &k.user_id, &k.key).await? {
+                Some(row) => row.into_existing(&k.hash),
+                None => Existing::InProgress { same_request: true },
+            };
+            Ok((Claim::Exists(existing), 0))
         })
     };
     with_partition(store, bucket, attempt).await
 }
+
+const CLAIM: &str =
+    "SELECT claimed, balance FROM sendonce_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
 /// Runs `insert`; when the bucket has no partition yet (a clock jump past the ones made
 /// ahead), creates it and runs `insert` once more.
@@ -157,21 +133,37 @@ pub(super) async fn read<C: GenericClient>(
     user_id: &str,
     key: &str,
 ) -> Result<Option<KeyRow>, DbError> {
-    let row = opt(
+    Ok(read_with_currency(c, user_id, key, None).await?.0)
+}
+
+/// The key row for (user, key) and the wallet currency of `recipient`, in one statement
+/// (one row always: the row's columns are NULL without a key row).
+pub(super) async fn read_with_currency<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    key: &str,
+    recipient: Option<&str>,
+) -> Result<(Option<KeyRow>, Option<String>), DbError> {
+    let r = opt(
         c,
-        "SELECT request_hash, state, response_status, response_body FROM idempotency_keys
-         WHERE user_id = $1 AND idem_key = $2 ORDER BY bucket DESC LIMIT 1",
-        &[&user_id, &key],
+        "SELECT k.request_hash, k.state, k.response_status, k.response_body,
+                (SELECT currency FROM users WHERE user_id = $3)
+         FROM (SELECT 1) AS one LEFT JOIN LATERAL
+             (SELECT request_hash, state, response_status, response_body FROM idempotency_keys
+              WHERE user_id = $1 AND idem_key = $2 ORDER BY bucket DESC LIMIT 1) AS k ON true",
+        &[&user_id, &key, &recipient],
     )
-    .await?;
-    Ok(row.map(|r| KeyRow {
+    .await?
+    .ok_or_else(|| DbError::Task("key look-up returned no row".into()))?;
+    let row = r.get::<_, Option<String>>(1).map(|state| KeyRow {
         hash: r.get(0),
-        completed: r.get::<_, String>(1) == "completed",
+        completed: state == "completed",
         status: r
             .get::<_, Option<i32>>(2)
             .and_then(|s| u16::try_from(s).ok()),
         body: r.get(3),
-    }))
+    });
+    Ok((row, r.get(4)))
 }
 
 /// The fence's statement (see [`hold`]).

@@ -252,7 +252,23 @@ impl Store for PgStore {
         Box::pin(async move { keys::read(&self.client().await?, &user_id, &key).await })
     }
 
+    fn key_row_and_currency(
+        &self,
+        user_id: String,
+        key: String,
+        recipient: Option<String>,
+    ) -> Fut<'_, (Option<KeyRow>, Option<String>)> {
+        Box::pin(async move {
+            let c = self.client().await?;
+            keys::read_with_currency(&c, &user_id, &key, recipient.as_deref()).await
+        })
+    }
+
     fn claim(&self, claim: NewClaim) -> Fut<'_, Claim> {
+        Box::pin(async move { Ok(self.claim_with_balance(claim).await?.0) })
+    }
+
+    fn claim_with_balance(&self, claim: NewClaim) -> Fut<'_, (Claim, i64)> {
         Box::pin(keys::claim(self, claim, self.instance.clone()))
     }
 
@@ -452,5 +468,7 @@ impl Store for PgStore {
     }
 }
 
+#[cfg(test)]
+mod fast_path_tests;
 #[cfg(test)]
 mod tests;

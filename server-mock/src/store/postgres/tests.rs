@@ -9,7 +9,7 @@ use super::*;
 use crate::problem::Problem;
 
 /// A store on a fresh database of the test cluster, or `None` without one.
-async fn fresh(pool_size: usize) -> Option<PgStore> {
+pub(super) async fn fresh(pool_size: usize) -> Option<PgStore> {
     let Ok(url) = std::env::var("SENDONCE_TEST_POSTGRES") else {
         eprintln!("skipped: SENDONCE_TEST_POSTGRES is not set (scripts/pg start prints it)");
         return None;
@@ -259,4 +259,42 @@ async fn the_debit_commits_synchronously_after_an_async_claim_and_gateway_record
         assert_eq!(answer.status, 201);
     }
     assert_eq!(store.balance("alice".into()).await.unwrap(), 980);
+}
+
+/// A key retried across midnight lands in the next day's partition, where the primary key
+/// cannot see the first row: only the claim's key lock and its fresh snapshot after the
+/// lock keep the claim single. Claims of one key, half stamped just before midnight and
+/// half just after, race on separate connections: one wins each round.
+#[tokio::test]
+async fn concurrent_claims_of_one_key_across_midnight_acquire_it_once() {
+    let Some(store) = fresh(16).await else { return };
+    let store = Arc::new(store);
+    let day = 86_400_000;
+    for round in 0..20 {
+        let mut claims = tokio::task::JoinSet::new();
+        for n in 0..16 {
+            let store = store.clone();
+            claims.spawn(async move {
+                store
+                    .claim(NewClaim {
+                        user_id: "alice".into(),
+                        key: format!("k{round}"),
+                        hash: b"h".to_vec(),
+                        lock_id: format!("lock{n}"),
+                        body: b"{}".to_vec(),
+                        now_ms: if n % 2 == 0 { day - 1 } else { day },
+                        bucket_width_ms: day,
+                    })
+                    .await
+                    .unwrap()
+            });
+        }
+        let won = claims
+            .join_all()
+            .await
+            .into_iter()
+            .filter(|c| matches!(c, Claim::Acquired))
+            .count();
+        assert_eq!(won, 1, "round {round}: one claim of the key, whichever day");
+    }
 }
