@@ -66,6 +66,9 @@ fn cost_row(what: String, (subject, baseline): (f64, f64), rounds: &[f64]) -> Ro
         ))
 }
 
+/// Rounds of each kind per in-flight level (odd: the p50 is one round's).
+const ROUNDS: usize = 5;
+
 /// Margin over the floor that the replacement target allows (issue #19's rule).
 const FLOOR_MARGIN: f64 = 1.25;
 
@@ -84,14 +87,21 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
             (Rounds::default(), Rounds::default(), Rounds::default());
         let mut batches = [0; 8];
         let load = |kind| timed_load(Some(&pg), &base, &senders, &to, kind, in_flight, secs);
-        for _ in 0..3 {
+        for round in 0..ROUNDS {
             plain.push(load(Kind::Plain).await);
-            floor.push(load(Kind::Floor).await);
+            // Floor and first swap places every round: neither always runs on the state
+            // the other leaves (dead rows, autovacuum, a warm cache).
+            if round % 2 == 1 {
+                floor.push(load(Kind::Floor).await);
+            }
             let before = server_mock::store::postgres::batch_sizes();
             first.push(load(Kind::First).await);
             let after = server_mock::store::postgres::batch_sizes();
             for (i, (b, a)) in before.iter().zip(after).enumerate() {
                 batches[i] += a - b;
+            }
+            if round % 2 == 0 {
+                floor.push(load(Kind::Floor).await);
             }
         }
         let (f, fl, p) = (first.p50(), floor.p50(), plain.p50());

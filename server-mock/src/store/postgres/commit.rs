@@ -4,6 +4,7 @@
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::keys::{complete, hold, release, HOLD};
@@ -155,7 +156,8 @@ pub(super) async fn commit(
 /// recipient's balance and the ledger guard are read on the statement's snapshot, as in
 /// [`POSITION`]. No `ON CONFLICT` on the debit: a debit for this key committed after that
 /// snapshot fails the whole statement (23505), which then wrote nothing.
-const FAST_DEBIT: &str = "WITH fence AS (
+const FAST_DEBIT: &str = concat!(
+    "WITH fence AS (
          SELECT 1 FROM idempotency_keys
          WHERE user_id = $1 AND idem_key = $4 AND lock_id = $12 AND state = 'in_progress'
          FOR UPDATE),
@@ -172,16 +174,9 @@ const FAST_DEBIT: &str = "WITH fence AS (
          INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
                              counterparty, currency, note, created_at_ms)
          SELECT $1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9 FROM go
-         RETURNING 1),
-     event AS (
-         INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
-         SELECT 'TransferDone', $3, $10, $9 FROM debit),
-     done AS (
-         UPDATE idempotency_keys SET state = 'completed', response_status = 201,
-                                     response_body = $11
-         WHERE user_id = $1 AND idem_key = $4 AND lock_id = $12 AND state = 'in_progress'
-           AND EXISTS (SELECT 1 FROM debit))
-     SELECT COUNT(*) FROM debit";
+         RETURNING 1),",
+    after_debit!()
+);
 
 /// [`FAST_DEBIT`]: whether it debited (`false`: it wrote nothing).
 pub(super) async fn fast_debit(
@@ -193,28 +188,9 @@ pub(super) async fn fast_debit(
     max_balance: i64,
 ) -> Result<bool, DbError> {
     let c = store.client().await?;
-    let debited = opt(
-        &c,
-        FAST_DEBIT,
-        &[
-            &record.from_user_id,
-            &record.amount_minor,
-            &record.transfer_id,
-            &record.idempotency_key,
-            &hash,
-            &record.to_user_id,
-            &record.currency,
-            &record.note,
-            &record.created_at_ms,
-            &String::from_utf8_lossy(body).as_ref(),
-            &body,
-            &lock_id,
-            &max_balance,
-        ],
-    )
-    .await;
+    let debited = run_debit(&c, FAST_DEBIT, record, body, hash, lock_id, &[&max_balance]).await;
     match debited {
-        Ok(row) => Ok(row.is_some_and(|r| r.get::<_, i64>(0) == 1)),
+        Ok(debited) => Ok(debited),
         // A debit for this key that committed after our snapshot, or a lock cycle: the
         // statement rolled back whole, and the full path decides.
         Err(e) if is_conflict(&e) || sqlstate(&e) == Some(&SqlState::UNIQUE_VIOLATION) => {
@@ -384,13 +360,11 @@ async fn decide<C: GenericClient>(
     Ok(Decision::Debit)
 }
 
-/// The debit, its outbox event and the completed key (see [`debit`]).
-const DEBIT: &str = "WITH debit AS (
-             INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
-                                 counterparty, currency, note, created_at_ms)
-             VALUES ($1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9)
-             ON CONFLICT (user_id, idem_key) WHERE kind = 'debit' DO NOTHING
-             RETURNING 1),
+/// What follows the `debit` CTE in both debit statements: the outbox event and the
+/// completed key, only if the debit was inserted; the statement returns how many were.
+macro_rules! after_debit {
+    () => {
+        "
          event AS (
              INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
              SELECT 'TransferDone', $3, $10, $9 FROM debit),
@@ -399,7 +373,21 @@ const DEBIT: &str = "WITH debit AS (
                                          response_body = $11
              WHERE user_id = $1 AND idem_key = $4 AND lock_id = $12 AND state = 'in_progress'
                AND EXISTS (SELECT 1 FROM debit))
-         SELECT COUNT(*) FROM debit";
+         SELECT COUNT(*) FROM debit"
+    };
+}
+use after_debit;
+
+/// The debit, its outbox event and the completed key (see [`debit`]).
+const DEBIT: &str = concat!(
+    "WITH debit AS (
+             INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
+                                 counterparty, currency, note, created_at_ms)
+             VALUES ($1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9)
+             ON CONFLICT (user_id, idem_key) WHERE kind = 'debit' DO NOTHING
+             RETURNING 1),",
+    after_debit!()
+);
 
 /// The debit, its outbox event and the completed key in one statement; the ON CONFLICT
 /// of the one-debit-per-key index makes it all or nothing. Whether it debited.
@@ -409,27 +397,40 @@ async fn debit<C: GenericClient>(
     hash: &[u8],
     lock_id: &str,
 ) -> Result<bool, DbError> {
-    let body = record.to_json();
-    Ok(opt(
-        tx,
-        DEBIT,
-        &[
-            &record.from_user_id,
-            &record.amount_minor,
-            &record.transfer_id,
-            &record.idempotency_key,
-            &hash,
-            &record.to_user_id,
-            &record.currency,
-            &record.note,
-            &record.created_at_ms,
-            &String::from_utf8_lossy(&body).as_ref(),
-            &body,
-            &lock_id,
-        ],
-    )
-    .await?
-    .is_some_and(|r| r.get::<_, i64>(0) == 1))
+    run_debit(tx, DEBIT, record, &record.to_json(), hash, lock_id, &[]).await
+}
+
+/// Runs one of the debit statements, $1–$12 as [`DEBIT`] numbers them, then `extra`;
+/// whether it debited.
+async fn run_debit<C: GenericClient>(
+    c: &C,
+    sql: &str,
+    record: &TransferRecord,
+    body: &[u8],
+    hash: &[u8],
+    lock_id: &str,
+    extra: &[&(dyn ToSql + Sync)],
+) -> Result<bool, DbError> {
+    let payload = String::from_utf8_lossy(body);
+    let payload: &str = payload.as_ref();
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+        &record.from_user_id,
+        &record.amount_minor,
+        &record.transfer_id,
+        &record.idempotency_key,
+        &hash,
+        &record.to_user_id,
+        &record.currency,
+        &record.note,
+        &record.created_at_ms,
+        &payload,
+        &body,
+        &lock_id,
+    ];
+    params.extend_from_slice(extra);
+    Ok(opt(c, sql, &params)
+        .await?
+        .is_some_and(|r| r.get::<_, i64>(0) == 1))
 }
 
 /// The debit inserted nothing: a concurrent debit for this key committed after our
