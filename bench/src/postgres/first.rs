@@ -107,18 +107,15 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
         let (f, fl, p) = (first.p50(), floor.p50(), plain.p50());
         let (ratio, floor_ratio) = (p / f, p / fl);
         // The same round's sides: what other load on the machine did to all of them.
-        let per_round: Vec<f64> = plain
-            .rps
-            .iter()
-            .zip(&first.rps)
-            .map(|(p, f)| p / f)
-            .collect();
-        let floor_round: Vec<f64> = plain
-            .rps
-            .iter()
-            .zip(&floor.rps)
-            .map(|(p, f)| p / f)
-            .collect();
+        let over_plain = |side: &Rounds| -> Vec<f64> {
+            plain
+                .rps
+                .iter()
+                .zip(&side.rps)
+                .map(|(p, s)| p / s)
+                .collect()
+        };
+        let (per_round, floor_round) = (over_plain(&first), over_plain(&floor));
         worst = worst.max(ratio);
         worst_floor = worst_floor.max(floor_ratio);
         worst_over_floor = worst_over_floor.max(ratio / floor_ratio);

@@ -39,12 +39,14 @@ pub struct ValidTransfer {
 /// Parses and validates a transfer body (shared with the bench endpoint). Nothing is stored.
 pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTransfer, Problem> {
     let parsed = parse(body)?;
+    // The body's own checks first: a body they refuse costs no read.
+    check_body(app, caller, &parsed)?;
     let recipient_currency = app
         .store
         .user_currency(parsed.to_user_id.clone())
         .await
         .map_err(Problem::from_db)?;
-    check(app, caller, parsed, recipient_currency)
+    check_recipient(parsed, recipient_currency)
 }
 
 /// The body as sent, or 400.
@@ -61,6 +63,12 @@ pub(super) fn check(
     parsed: TransferBody,
     recipient_currency: Option<String>,
 ) -> Result<ValidTransfer, Problem> {
+    check_body(app, caller, &parsed)?;
+    check_recipient(parsed, recipient_currency)
+}
+
+/// The checks that need nothing but the body and the caller.
+fn check_body(app: &App, caller: &Caller, parsed: &TransferBody) -> Result<(), Problem> {
     let max = app.max_amount_minor();
     if parsed.amount_minor <= 0 || parsed.amount_minor > max {
         return Err(Problem::invalid(format!(
@@ -94,6 +102,14 @@ pub(super) fn check(
     if parsed.to_user_id == caller.user_id {
         return Err(Problem::invalid("a transfer to yourself is not allowed"));
     }
+    Ok(())
+}
+
+/// The recipient exists, in the body's currency.
+fn check_recipient(
+    parsed: TransferBody,
+    recipient_currency: Option<String>,
+) -> Result<ValidTransfer, Problem> {
     match recipient_currency {
         None => Err(Problem::new(
             StatusCode::NOT_FOUND,
