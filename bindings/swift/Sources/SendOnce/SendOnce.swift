@@ -39,6 +39,8 @@ public final class SendOnce: Sendable {
     private let core: SendOnceCore
     private let state = Locked(State())
     private let list = Broadcast<[Transfer]>([])
+    /// Mirrors the core's network profile; only `setNetworkProfile` changes it.
+    private let profile = Broadcast<NetworkProfile>(.off)
 
     private let sharedKey: String?
     private static let instances = Locked<[String: SendOnce]>([:])
@@ -115,6 +117,8 @@ public final class SendOnce: Sendable {
     private func start() throws {
         let id = try core.addListener(listener: TransferRelay(self))
         state.withLock { $0.listenerId = id }
+        let inForce = try core.networkProfile()
+        profile.publish { _ in inForce }
         let first = try core.transfers()
         list.publish { _ in
             let early = state.withLock { s in
@@ -224,13 +228,28 @@ public final class SendOnce: Sendable {
     /// Train mode: switches the network simulator at run time; `seed` makes the faults reproducible.
     public func setNetworkProfile(_ profile: NetworkProfile, seed: UInt64 = 0) async throws {
         try profile.checkSpans()
-        try await io { try $0.setNetworkProfile(profile: profile, seed: seed) }
+        try await io { core in
+            try core.setNetworkProfile(profile: profile, seed: seed)
+            // Read back under the broadcast's delivery lock: after concurrent calls, the last value
+            // published is the core's last.
+            self.profile.publish { _ in try? core.networkProfile() }
+        }
     }
 
-    /// The network profile in force.
+    /// The network profile in force, read from the Rust core (off the caller's thread). A screen reads
+    /// `currentNetworkProfile` or iterates `networkProfileUpdates()` instead: no call into Rust.
     public func networkProfile() async throws -> NetworkProfile {
         try await io { try $0.networkProfile() }
     }
+
+    /// The network profile in force at once, then every change; only `setNetworkProfile` changes it, so the
+    /// value crosses the FFI once per change. Ends when the SDK closes or the consumer stops.
+    public func networkProfileUpdates() -> AsyncStream<NetworkProfile> {
+        profile.stream(.bufferingNewest(1))
+    }
+
+    /// The profile `networkProfileUpdates()` shows now (memory: no I/O, no call into Rust).
+    public var currentNetworkProfile: NetworkProfile { profile.value }
 
     /// What the network simulator did so far.
     public func networkStats() async throws -> NetsimStats {
@@ -342,6 +361,7 @@ public final class SendOnce: Sendable {
         try? core.removeListener(id: id)
         try? core.shutdown()
         list.finish()
+        profile.finish()
     }
 
     private func live() throws -> SendOnceCore {

@@ -19,6 +19,32 @@ final class IdiomTests: ServerTestCase {
         (try await server.createUser("alice", balanceMinor: balance), try await server.createUser("bob"))
     }
 
+    /// The profile a screen reads is memory, equals the core's after concurrent switches, and its stream
+    /// ends when the SDK closes.
+    func testTheNetworkProfileAScreenReadsIsTheCoresAfterConcurrentSwitches() async throws {
+        let alice = try await server.createUser("alice-profile")
+        let sdk = try await SendOnce.open(config(alice, profile: .offline))
+        XCTAssertEqual(sdk.currentNetworkProfile, .offline) // the config's, read at open
+        let updates = sdk.networkProfileUpdates()
+        let profiles: [NetworkProfile] = [.off, .train, .offline]
+        for round in 0..<20 {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<8 {
+                    group.addTask { try await sdk.setNetworkProfile(profiles[(round + i) % profiles.count], seed: UInt64(i)) }
+                }
+                try await group.waitForAll()
+            }
+            let core = try await sdk.networkProfile()
+            XCTAssertEqual(core, sdk.currentNetworkProfile, "round \(round)")
+        }
+        let last = sdk.currentNetworkProfile
+        sdk.close()
+        var seen: [NetworkProfile] = []
+        for await p in updates { seen.append(p) } // ends: close finished the stream (newest kept only)
+        XCTAssertEqual(seen.last, last)
+        XCTAssertEqual(sdk.currentNetworkProfile, last)
+    }
+
     /// Every public call made from the MainActor; the probe records the thread of each store transaction
     /// and each send, and none may be the main thread.
     @MainActor
@@ -41,6 +67,8 @@ final class IdiomTests: ServerTestCase {
         try await sdk.setAccessToken(alice.token)
         try await sdk.setNetworkProfile(.off)
         _ = try await sdk.networkProfile()
+        _ = sdk.currentNetworkProfile
+        for await _ in sdk.networkProfileUpdates() { break }
         _ = try await sdk.networkStats()
         let composer = try await sdk.composer()
         _ = try await composer.confirm(to: bob.id, amountMinor: 200, currency: "BDT")

@@ -3,7 +3,6 @@ package io.sendonce
 import kotlinx.coroutines.CoroutineDispatcher
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.MutableStateFlow
-import kotlinx.coroutines.flow.transformWhile
 import kotlinx.coroutines.withContext
 import java.lang.ref.WeakReference
 import java.util.concurrent.atomic.AtomicBoolean
@@ -18,9 +17,6 @@ class Composer internal constructor(
     private val core: ComposerCore,
     private val io: CoroutineDispatcher,
 ) : AutoCloseable {
-    /** A value, and whether the composer closed (which completes the flow of it). */
-    private data class Shown<T>(val value: T, val closed: Boolean)
-
     private val closed = AtomicBoolean(false)
     private val refreshLock = Any()
     private val shown = MutableStateFlow(Shown(core.state(), closed = false))
@@ -111,9 +107,6 @@ class Composer internal constructor(
         } catch (_: IllegalStateException) {
         }
     }
-
-    private fun <T> MutableStateFlow<Shown<T>>.untilClosed(): Flow<T> =
-        transformWhile { s -> if (s.closed) false else { emit(s.value); true } }
 
     private class Relay(private val composer: WeakReference<Composer>) : ComposerListener {
         override fun onStateChanged(state: ComposerState) {

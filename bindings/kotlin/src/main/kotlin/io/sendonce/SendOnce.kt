@@ -7,7 +7,6 @@ import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.MutableStateFlow
 import kotlinx.coroutines.flow.distinctUntilChanged
 import kotlinx.coroutines.flow.map
-import kotlinx.coroutines.flow.transformWhile
 import kotlinx.coroutines.withContext
 import java.lang.ref.WeakReference
 import java.util.Collections
@@ -103,15 +102,14 @@ class SendOnce private constructor(
         val maxAmountMinor: Long get() = io.sendonce.maxAmountMinor()
     }
 
-    /** The list a flow shows, and whether the SDK closed (which completes the flows). */
-    private data class Snapshot(val list: List<Transfer>, val closed: Boolean)
-
     private val closed = AtomicBoolean(false)
     private val lock = Any()
     private var loaded = false // guarded by lock
     private val early = ArrayList<Transfer>() // changes delivered before the first read; guarded by lock
     private var list = emptyList<Transfer>() // guarded by lock
-    private val snapshot = MutableStateFlow(Snapshot(emptyList(), closed = false))
+    private val snapshot = MutableStateFlow(Shown(emptyList<Transfer>(), closed = false))
+    private val profileLock = Any()
+    private val profile = MutableStateFlow(Shown(core.networkProfile(), closed = false)) // written under profileLock
     private val callbacks = CopyOnWriteArrayList<(Transfer) -> Unit>()
     private val composers: MutableSet<Composer> = Collections.synchronizedSet(Collections.newSetFromMap(WeakHashMap()))
     private var listenerId: ULong = 0u
@@ -120,11 +118,10 @@ class SendOnce private constructor(
      * Every transfer, newest first: the current list at once, then after every change. Built from the
      * changed transfer each listener call delivers (never a re-read of the table). Completes on [close].
      */
-    val transfers: Flow<List<Transfer>> =
-        snapshot.transformWhile { s -> if (s.closed) false else { emit(s.list); true } }
+    val transfers: Flow<List<Transfer>> = snapshot.untilClosed()
 
     /** The latest list [transfers] emitted (no I/O, never throws). */
-    val currentTransfers: List<Transfer> get() = snapshot.value.list
+    val currentTransfers: List<Transfer> get() = snapshot.value.value
 
     /** Registers with Rust first, then reads, so no change falls between the read and the listener. */
     private fun start() {
@@ -139,7 +136,7 @@ class SendOnce private constructor(
                 if (seen == null || !t.updatedAt.isBefore(seen.updatedAt)) list = merged(list, t)
             }
             early.clear()
-            snapshot.value = Snapshot(list, closed = false)
+            snapshot.value = Shown(list, closed = false)
         }
     }
 
@@ -204,12 +201,30 @@ class SendOnce private constructor(
     @Throws(SendOnceException::class)
     suspend fun setNetworkProfile(profile: NetworkProfile, seed: Long = 0) {
         profile.checkSpans()
-        live { core.setNetworkProfile(profile, seed.toULong()) }
+        live {
+            // Set and read back under one lock: concurrent calls leave the mirror on the core's last value.
+            synchronized(profileLock) {
+                core.setNetworkProfile(profile, seed.toULong())
+                if (!closed.get()) this.profile.value = Shown(core.networkProfile(), closed = false)
+            }
+        }
     }
 
-    /** The network profile in force. */
+    /**
+     * The network profile in force, read from the Rust core (on [io]). A screen reads [currentNetworkProfile]
+     * or collects [networkProfiles] instead: no I/O and no call into Rust.
+     */
     @Throws(SendOnceException::class)
     suspend fun networkProfile(): NetworkProfile = live { core.networkProfile() }
+
+    /**
+     * The network profile in force: the current one at once, then every change. Only [setNetworkProfile]
+     * changes it, so the value crosses the FFI once per change, never per read. Completes on [close].
+     */
+    val networkProfiles: Flow<NetworkProfile> = profile.untilClosed()
+
+    /** The profile [networkProfiles] shows now (memory: no I/O, no call into Rust, never throws). */
+    val currentNetworkProfile: NetworkProfile get() = profile.value.value
 
     /** What the network simulator did so far. */
     @Throws(SendOnceException::class)
@@ -314,7 +329,8 @@ class SendOnce private constructor(
             core.shutdown()
         } finally {
             core.close() // frees the native handle
-            synchronized(lock) { snapshot.value = Snapshot(list, closed = true) }
+            synchronized(lock) { snapshot.value = Shown(list, closed = true) }
+            synchronized(profileLock) { profile.value = profile.value.copy(closed = true) }
         }
     }
 
@@ -324,7 +340,7 @@ class SendOnce private constructor(
         synchronized(lock) {
             if (closed.get()) return
             list = fresh
-            snapshot.value = Snapshot(list, closed = false)
+            snapshot.value = Shown(list, closed = false)
         }
     }
 
@@ -350,7 +366,7 @@ class SendOnce private constructor(
         synchronized(lock) {
             if (closed.get()) return
             list = merged(list, transfer)
-            snapshot.value = Snapshot(list, closed = false)
+            snapshot.value = Shown(list, closed = false)
         }
     }
 

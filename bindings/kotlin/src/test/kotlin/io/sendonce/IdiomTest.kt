@@ -4,6 +4,7 @@ import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.asCoroutineDispatcher
 import kotlinx.coroutines.async
+import kotlinx.coroutines.awaitAll
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.runBlocking
@@ -54,6 +55,8 @@ class IdiomTest : ServerTest() {
                 sdk.setAccessToken(alice.token)
                 sdk.setNetworkProfile(NetworkProfile.Off)
                 sdk.networkProfile()
+                sdk.currentNetworkProfile
+                sdk.networkProfiles.first()
                 sdk.networkStats()
                 sdk.composer().use { composer ->
                     composer.confirm(bob.id, 200, "BDT")
@@ -98,6 +101,29 @@ class IdiomTest : ServerTest() {
         } finally {
             probe.stop()
         }
+    }
+
+    @Test
+    fun `the network profile a screen reads is the core's after concurrent switches, and its flow completes on close`() = test {
+        val alice = server.createUser("alice-profile", 0)
+        val sdk = SendOnce.open(config(alice, dbPath = server.dbPath("profile"), profile = NetworkProfile.Offline))
+        assertEquals(NetworkProfile.Offline, sdk.currentNetworkProfile) // the config's, read at open
+        val shown = async(start = CoroutineStart.UNDISPATCHED) { sdk.networkProfiles.toList() }
+        val profiles = listOf(NetworkProfile.Off, NetworkProfile.Train, NetworkProfile.Offline)
+        Executors.newFixedThreadPool(4).asCoroutineDispatcher().use { pool ->
+            repeat(20) { round ->
+                (0 until 8).map { i ->
+                    async(pool) { sdk.setNetworkProfile(profiles[(round + i) % profiles.size], seed = i.toLong()) }
+                }.awaitAll()
+                assertEquals(sdk.networkProfile(), sdk.currentNetworkProfile, "round $round")
+            }
+        }
+        val last = sdk.currentNetworkProfile
+        sdk.close()
+        val seen = shown.await() // completes: close ends the flow
+        assertEquals(NetworkProfile.Offline, seen.first())
+        assertEquals(last, seen.last())
+        assertEquals(last, sdk.currentNetworkProfile) // still readable, never throws
     }
 
     @Test

@@ -3,9 +3,11 @@ package io.sendonce.bench
 import com.sun.jna.Memory
 import com.sun.jna.Native
 import com.sun.jna.Platform
+import io.sendonce.ComposerState
 import io.sendonce.IntegrityCheckingUniffiLib
 import io.sendonce.NetworkProfile
 import io.sendonce.RustBuffer
+import io.sendonce.SendOnce
 import io.sendonce.SendOnceConfig
 import io.sendonce.SendOnceCore
 import io.sendonce.TransferRequest
@@ -132,6 +134,11 @@ class FfiBenchTest {
             val t = runBlocking {
                 core.sendTransfer(TransferRequest(toUserId = "usr_bench", amountMinor = 100L, currency = "BDT", note = null))
             }
+            // What an app calls: the Kotlin layer over a second file (one SDK per file), whose no-I/O
+            // reads answer from the state Rust pushed at the last change.
+            val app = runBlocking { SendOnce.open(SendOnceConfig(baseUrl = "http://127.0.0.1:9", dbPath = File(dir, "app.db").path)) }
+            runBlocking { app.setNetworkAvailable(false) }
+            val appComposer = runBlocking { app.composer() }
             val m = Meter()
             // A no-I/O query that answers with a primitive (whether Send is enabled): the call shape
             // without a returned buffer.
@@ -149,6 +156,11 @@ class FfiBenchTest {
                 linkedMapOf(
                     "paced_network_profile_us" to (1 to { if (core.networkProfile() == NetworkProfile.Off) sink++ }),
                     "paced_primitive_query_us" to (1 to { if (composer.sendEnabled()) sink++ }),
+                    // The Kotlin layer's reads (memory) and what one change costs it: a refresh reads
+                    // the state record once through the generated call.
+                    "paced_app_send_enabled_us" to (1 to { if (appComposer.isSendEnabled) sink++ }),
+                    "paced_app_network_profile_us" to (1 to { if (app.currentNetworkProfile == NetworkProfile.Off) sink++ }),
+                    "paced_state_read_us" to (1 to { if (composer.state() == ComposerState.Editing) sink++ }),
                     "paced_kotlin_call_us" to (1 to { if (source.current() == NetworkProfile.Off) sink++ }),
                     "paced_libc_call_us" to (1 to { sink += Libc.abs(-7) }),
                     // A direct call into our library with no structure (uniffi's contract version).
@@ -170,6 +182,8 @@ class FfiBenchTest {
             val peak = m.trackedMemory()
             fig["transfer_us"] = m.backToBack(iterations / 10, 10) { sink += core.transfer(t.localId).amountMinor }
             composer.close()
+            appComposer.close()
+            app.close()
             fun arr(v: List<Double>) = v.joinToString(",", "[", "]") { "%.4f".format(it) }
             out.parentFile?.mkdirs()
             out.writeText(
