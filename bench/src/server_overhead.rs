@@ -13,7 +13,7 @@ use crate::stats::{fmt, spread, summarize, Summary};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
     Plain,
-    /// The contract's minimum writes for a first request (`POST /v1/bench/floor`).
+    /// The least a first request honouring the contract does (`POST /v1/bench/floor`).
     Floor,
     First,
     Replay,
@@ -393,9 +393,9 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
              (plain, floor, first, replay, duplicates; reversed and rotated every round), {rounds} rounds at 16 requests \
              in flight through one keep-alive reqwest client, then the same at 1 in flight. First = fresh key; \
              replay = a key that completed earlier, same body; duplicates = {DUP_COPIES} concurrent copies of a \
-             fresh key (statuses seen: {dup_statuses}); floor = `POST /v1/bench/floor`, the contract's minimum \
-             writes for a first request with none of its reads (claim, gateway record, completion + debit + \
-             outbox event, each one statement; the relay delivers the event as for a transfer). Ratios are cost ratios: baseline req/s ÷ subject req/s, \
+             fresh key (statuses seen: {dup_statuses}); floor = `POST /v1/bench/floor`, the least a first \
+             request honouring the contract does (claim, gateway record, then the sender's balance read and \
+             completion + debit + outbox event, each one statement; the relay delivers the event as for a transfer). Ratios are cost ratios: baseline req/s ÷ subject req/s, \
              per round and over the medians. The plain endpoint does the same auth, parsing and recipient check \
              and one INSERT on the same writer connection.",
             dir.display(),

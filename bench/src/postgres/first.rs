@@ -139,8 +139,9 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
         );
         report.rows.push(cost_row(
             format!(
-                "the contract's floor vs plain insert, {in_flight} in flight (claim, gateway \
-                 record, debit+outbox+key: one statement each; the same set-based relay)"
+                "the contract's floor vs plain insert, {in_flight} in flight (claim with the \
+                 key lock and look-up, gateway record, fence+locked balance+debit+outbox+key: \
+                 one statement each; the same set-based relay)"
             ),
             (fl, p),
             &floor_round,

@@ -35,7 +35,7 @@ struct Load {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     First,
-    /// The contract's minimum writes for a first request (`/v1/bench/floor`).
+    /// The least a first request honouring the contract does (`/v1/bench/floor`).
     Floor,
     Plain,
 }

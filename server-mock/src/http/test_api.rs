@@ -351,8 +351,8 @@ async fn bench_plain(State(app): State<App>, req: Request) -> Result<Response, P
     Ok(json(StatusCode::CREATED, &PlainCreated { id }))
 }
 
-/// The floor for benchmarks: same auth, parsing and validation, then the contract's
-/// minimum writes for a first request (see `Store::bench_floor`); 404 on a backend
+/// The floor for benchmarks: same auth, parsing and validation, then the least a first
+/// request honouring the contract does (see `Store::bench_floor`); 404 on a backend
 /// without one.
 async fn bench_floor(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let row = bench_row(&app, req).await?;

@@ -340,8 +340,9 @@ pub trait Store: Send + Sync {
     fn stats(&self) -> Fut<'_, Stats>;
     /// Bench baseline: one plain insert with the durability of a transfer's commit.
     fn bench_plain(&self, row: PlainRow) -> Fut<'_, i64>;
-    /// Bench floor: the writes any design honouring the contract makes for one first
-    /// request, each phase one statement; `None` where the backend has no such path.
+    /// Bench floor: the least any design honouring the contract does for one first
+    /// request (its writes, the key lock and look-up day partitions need, the locked
+    /// balance check), each phase one statement; `None` where the backend has no such path.
     fn bench_floor(&self, _row: PlainRow) -> Option<Fut<'_, i64>> {
         None
     }

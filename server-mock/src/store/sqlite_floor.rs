@@ -1,11 +1,12 @@
-//! The bench floor on SQLite: the least any design honouring the contract writes for one
-//! first request through the group writer, each phase one statement and no reads — the
-//! claim committed (NORMAL, as `SqliteStore::claim`), then the gateway's record committed
-//! (NORMAL), then the key's completion, the debit and its outbox event in one FULL commit.
-//! Downstream the relay delivers the event like any other. The gap between this and
-//! `bench_plain` is what the contract costs on this machine; the gap between this and a
-//! first request is what the design adds on top (the key and balance look-ups, the fence,
-//! the last guard's look-up, the request's own hashing and JSON).
+//! The bench floor on SQLite: the least any design honouring the contract does for one
+//! first request through the group writer, each phase one statement — the claim committed
+//! (NORMAL, as `SqliteStore::claim`; the primary key spans every day, so no look-up), then
+//! the gateway's record committed (NORMAL), then the sender's balance read (no overdraft),
+//! the key's completion, the debit and its outbox event in one FULL commit. Downstream the
+//! relay delivers the event like any other. The gap between this and `bench_plain` is what
+//! the contract costs on this machine; the gap between this and a first request is what
+//! the design adds on top (the key look-up, the balance pre-check, the fence's read, the
+//! last guard's look-up, the request's own hashing and JSON).
 
 use rusqlite::params;
 
@@ -71,6 +72,12 @@ pub(super) async fn first_request(
     })
     .await?;
     db.write(Durability::Full, move |c| {
+        // One writer at a time: the balance read here still holds at the debit.
+        if ledger::balance(c, &t.from_user_id)? < t.amount_minor {
+            return Err(DbError::Task(
+                "the floor's sender cannot cover the amount".into(),
+            ));
+        }
         // The completion is the fence: debit and event only if the key is still ours.
         let completed = c
             .prepare_cached(

@@ -38,6 +38,29 @@ async fn the_bench_floor_moves_money_once_per_request_and_the_relay_credits_it()
 }
 
 #[tokio::test]
+async fn the_bench_floor_never_overdraws_under_concurrent_requests() {
+    let s = start_default().await;
+    let (a, b) = (s.user("A", 100).await, s.user("B", 0).await);
+    // 16 requests of 30 at once against a balance of 100: at most three can move money.
+    let mut requests = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (client, url) = (s.client.clone(), format!("{}/v1/bench/floor", s.url));
+        let (token, body) = (a.token.clone(), transfer_body(&b.id, 30));
+        requests.spawn(async move {
+            let sent = client.post(url).bearer_auth(token).body(body);
+            let sent = sent.header("content-type", "application/json").send();
+            sent.await.unwrap().status().as_u16()
+        });
+    }
+    let statuses = requests.join_all().await;
+    let moved = statuses.iter().filter(|&&status| status == 201).count();
+    assert_eq!(moved, 3, "{statuses:?}");
+    s.settle().await;
+    assert_eq!((s.balance(&a).await, s.balance(&b).await), (10, 90));
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn bench_plain_validates_like_a_transfer() {
     let s = start_default().await;
     let (a, b) = (s.user("A", 0).await, s.user("B", 0).await);

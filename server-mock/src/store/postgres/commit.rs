@@ -153,9 +153,10 @@ pub(super) async fn commit(
 /// [`decide`] answers; the statement never stores an answer but a debit's 201.
 ///
 /// In the one statement, the sender's balance is the locked row's latest version; the
-/// recipient's balance and the ledger guard are read on the statement's snapshot, as in
-/// [`POSITION`]. No `ON CONFLICT` on the debit: a debit for this key committed after that
-/// snapshot fails the whole statement (23505), which then wrote nothing.
+/// recipient's balance is read on the statement's snapshot, as in [`POSITION`]. The
+/// ledger guard is the one-debit-per-key index itself, with no `ON CONFLICT` and no look-up
+/// of its own: an earlier debit for this key (a rare case: a lost race, a reaper's
+/// resolution) fails the whole statement (23505), which then wrote nothing.
 const FAST_DEBIT: &str = concat!(
     "WITH fence AS (
          SELECT 1 FROM idempotency_keys
@@ -167,9 +168,7 @@ const FAST_DEBIT: &str = concat!(
      go AS (
          SELECT 1 FROM sender
          WHERE sender.balance_minor >= $2
-           AND COALESCE((SELECT balance_minor FROM balances WHERE user_id = $6), 0) <= $13 - $2
-           AND NOT EXISTS (SELECT 1 FROM ledger
-                           WHERE kind = 'debit' AND user_id = $1 AND idem_key = $4)),
+           AND COALESCE((SELECT balance_minor FROM balances WHERE user_id = $6), 0) <= $13 - $2),
      debit AS (
          INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
                              counterparty, currency, note, created_at_ms)

@@ -1,26 +1,24 @@
-//! The bench floor on PostgreSQL: the least any design honouring the contract writes for
-//! one first request, each phase one autocommit statement and no reads — the claim
-//! committed, then the gateway's record committed (both need not wait for the disk, as
-//! in `keys::claim`), then debit, outbox event and completed key in one synchronous
-//! commit. Downstream, the relay delivers its event like any other: the inbox rows,
-//! credit and SMS of a whole batch in one statement (`relay.rs`), which a per-request
-//! statement would not beat. The gap between this and `bench_plain` is what the contract
-//! costs on this machine; the gap between this and a first request is what the design
-//! adds on top (the key look-up, the claim's key lock and balance read, the fence and the
-//! locked balance row inside the one-statement debit).
+//! The bench floor on PostgreSQL: the least any design honouring the contract on day
+//! partitions does for one first request, each phase one autocommit statement. The claim
+//! takes the key lock and looks the key up in every partition (`sendonce_floor_claim`:
+//! without both, a key retried across midnight is claimed twice and may get two outcomes),
+//! then the gateway's record; both commits need not wait for the disk, as in
+//! `keys::claim`. Then, in one synchronous commit, the fence, the sender's balance row
+//! locked and checked (without it two debits overdraw), debit, outbox event and completed
+//! key. Downstream, the relay delivers its event like any other: the inbox rows, credit and
+//! SMS of a whole batch in one statement (`relay.rs`), which a per-request statement would
+//! not beat. The gap between this and `bench_plain` is what the contract costs on this
+//! machine; the gap between this and a first request is what the design adds on top (the
+//! phase-0 key look-up, the balance pre-check, the key row locked before the balance row,
+//! the recipient's limit).
 
 use super::keys::with_partition;
 use super::{exec, opt, PgStore};
 use crate::db::DbError;
 use crate::store::{FloorTransfer, PlainRow};
 
-/// `SET LOCAL synchronous_commit = off` inside one autocommit statement: the setting
-/// lasts until that statement's implicit commit, which it governs.
-const CLAIM: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
-     INSERT INTO idempotency_keys
-         (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms,
-          bucket, lock_instance, lock_mono_ms, request_body)
-     SELECT $1, $2, $3, 'in_progress', $4, $5, $5, $6, $7, 0, $8 FROM async";
+/// The contract's claim: key lock, look-up in every partition, insert (schema.rs).
+const CLAIM: &str = "SELECT sendonce_floor_claim($1, $2, $3, $4, $5, $6, $7, $8)";
 
 const GATEWAY: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
      INSERT INTO gateway_authorizations
@@ -28,12 +26,16 @@ const GATEWAY: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'o
      SELECT $1, $2, $3, 1, $4 FROM async";
 
 /// The fence and the debit as one: debit and event only if the completion found the key
-/// still `IN_PROGRESS` under our lock.
-const DEBIT: &str = "WITH done AS (
+/// still `IN_PROGRESS` under our lock and the sender's balance, its row locked first,
+/// covers the amount. (Balance row before key row: the cheaper order, which a floor with
+/// no reaper to deadlock with may take.)
+const DEBIT: &str = "WITH sender AS (
+         SELECT balance_minor FROM balances WHERE user_id = $1 FOR UPDATE),
+     done AS (
          UPDATE idempotency_keys SET state = 'completed', response_status = 201,
                                      response_body = $11
          WHERE user_id = $1 AND idem_key = $4 AND bucket = $12 AND lock_id = 'floor'
-           AND state = 'in_progress'
+           AND state = 'in_progress' AND (SELECT balance_minor FROM sender) >= $2
          RETURNING 1),
      debit AS (
          INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
@@ -91,7 +93,9 @@ pub(super) async fn first_request(store: &PgStore, p: PlainRow) -> Result<i64, D
         ],
     )
     .await?
-    .ok_or_else(|| DbError::Task("outbox insert returned no id".into()))?
+    .ok_or_else(|| {
+        DbError::Task("the floor's key was not in progress or its sender cannot cover it".into())
+    })?
     .get(0);
     Ok(event_id)
 }

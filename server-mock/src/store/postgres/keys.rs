@@ -41,7 +41,7 @@ pub(super) async fn claim(
             let client = store.client().await?;
             // Taken just before the insert: the lease starts no later than the row.
             let lock_mono_ms = instance.mono_ms();
-            let row = opt(
+            let row = match opt(
                 &client,
                 CLAIM,
                 &[
@@ -56,9 +56,14 @@ pub(super) async fn claim(
                     &k.body,
                 ],
             )
-            .await?
-            .ok_or_else(|| DbError::Task("sendonce_claim returned no row".into()))?;
-            if row.get::<_, bool>(0) {
+            .await
+            {
+                Ok(row) => row,
+                // Only an insert that bypassed the key lock can hold the row: the key is taken.
+                Err(e) if sqlstate(&e) == Some(&SqlState::UNIQUE_VIOLATION) => None,
+                Err(e) => return Err(e),
+            };
+            if let Some(row) = row.filter(|r| r.get::<_, bool>(0)) {
                 return Ok((Claim::Acquired, row.get(1)));
             }
             let existing = match read(&client, &k.user_id, &k.key).await? {

@@ -269,32 +269,68 @@ async fn the_debit_commits_synchronously_after_an_async_claim_and_gateway_record
 async fn concurrent_claims_of_one_key_across_midnight_acquire_it_once() {
     let Some(store) = fresh(16).await else { return };
     let store = Arc::new(store);
-    let day = 86_400_000;
+    one_claim_wins_each_round(|round, n, now_ms| {
+        let store = store.clone();
+        async move {
+            let claim = NewClaim {
+                user_id: "alice".into(),
+                key: format!("k{round}"),
+                hash: b"h".to_vec(),
+                lock_id: format!("lock{n}"),
+                body: b"{}".to_vec(),
+                now_ms,
+                bucket_width_ms: DAY_MS,
+            };
+            matches!(store.claim(claim).await.unwrap(), Claim::Acquired)
+        }
+    })
+    .await;
+}
+
+/// The bench floor's claim (`sendonce_floor_claim`) keeps a key single across midnight
+/// too: a floor that claimed twice would not honour the contract it is the floor of.
+#[tokio::test]
+async fn the_floor_claim_acquires_a_key_once_across_midnight() {
+    let Some(store) = fresh(16).await else { return };
+    partitions::ensure(&store.pool, 0, 1).await.unwrap();
+    let store = Arc::new(store);
+    one_claim_wins_each_round(|round, n, now_ms| {
+        let store = store.clone();
+        async move {
+            let c = store.client().await.unwrap();
+            let (key, lock, bucket) = (format!("k{round}"), format!("lock{n}"), now_ms / DAY_MS);
+            let won = c
+                .query_one(
+                    "SELECT sendonce_floor_claim('alice', $1, '\\x00', $2, $3, $4, 'i', '\\x00')",
+                    &[&key, &lock, &now_ms, &bucket],
+                )
+                .await
+                .unwrap();
+            won.get::<_, bool>(0)
+        }
+    })
+    .await;
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+/// 20 rounds of 16 concurrent `claim(round, n, now_ms)` of one key per round, half stamped
+/// a millisecond before midnight and half at it: exactly one wins each round.
+async fn one_claim_wins_each_round<F, Fut>(claim: F)
+where
+    F: Fn(usize, usize, i64) -> Fut,
+    Fut: std::future::Future<Output = bool> + Send + 'static,
+{
     for round in 0..20 {
         let mut claims = tokio::task::JoinSet::new();
         for n in 0..16 {
-            let store = store.clone();
-            claims.spawn(async move {
-                store
-                    .claim(NewClaim {
-                        user_id: "alice".into(),
-                        key: format!("k{round}"),
-                        hash: b"h".to_vec(),
-                        lock_id: format!("lock{n}"),
-                        body: b"{}".to_vec(),
-                        now_ms: if n % 2 == 0 { day - 1 } else { day },
-                        bucket_width_ms: day,
-                    })
-                    .await
-                    .unwrap()
-            });
+            claims.spawn(claim(
+                round,
+                n,
+                if n % 2 == 0 { DAY_MS - 1 } else { DAY_MS },
+            ));
         }
-        let won = claims
-            .join_all()
-            .await
-            .into_iter()
-            .filter(|c| matches!(c, Claim::Acquired))
-            .count();
+        let won = claims.join_all().await.into_iter().filter(|&w| w).count();
         assert_eq!(won, 1, "round {round}: one claim of the key, whichever day");
     }
 }
