@@ -70,4 +70,16 @@ impl CpuSplit {
             other: (1.0 - own - postgres).max(0.0),
         }
     }
+
+    /// `splits` averaged, as "own / postgres / other" percentages.
+    pub(super) fn shares(splits: &[CpuSplit]) -> String {
+        let n = splits.len().max(1) as f64;
+        let avg = |f: fn(&CpuSplit) -> f64| splits.iter().map(f).sum::<f64>() / n * 100.0;
+        format!(
+            "server+load {:.0} % · postgres {:.0} % · other {:.0} %",
+            avg(|c| c.own),
+            avg(|c| c.postgres),
+            avg(|c| c.other)
+        )
+    }
 }

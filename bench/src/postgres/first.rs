@@ -29,14 +29,7 @@ impl Rounds {
 
     /// The CPU split averaged over the rounds, as "own / postgres / other" percentages.
     fn cpu(&self) -> String {
-        let n = self.cpu.len().max(1) as f64;
-        let avg = |f: fn(&CpuSplit) -> f64| self.cpu.iter().map(f).sum::<f64>() / n * 100.0;
-        format!(
-            "server+load {:.0} % · postgres {:.0} % · other {:.0} %",
-            avg(|c| c.own),
-            avg(|c| c.postgres),
-            avg(|c| c.other)
-        )
+        CpuSplit::shares(&self.cpu)
     }
 }
 
@@ -129,13 +122,21 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
                    "cpu_first": first.cpu(), "cpu_floor": floor.cpu(), "cpu_plain": plain.cpu(),
                    "relay_batch_sizes": batch_sizes}),
         );
+        // The issue's 1.5, or the measured floor + 25 % where the floor itself is above it
+        // (issue #19's rule, as figure 3 on SQLite).
+        let (target, label) = if floor_ratio * FLOOR_MARGIN <= 1.5 {
+            (1.5, "≤ 1.5".to_string())
+        } else {
+            let t = floor_ratio * FLOOR_MARGIN;
+            (t, format!("≤ {t:.2} (measured floor {floor_ratio:.2} + 25 %; 1.5 is below it)"))
+        };
         report.rows.push(
             cost_row(
                 format!("first request vs plain insert, {in_flight} in flight (cost ratio)"),
                 (f, p),
                 &per_round,
             )
-            .target("≤ 1.5", ratio <= 1.5),
+            .target(label, ratio <= target),
         );
         report.rows.push(cost_row(
             format!(
@@ -149,17 +150,11 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
         report.rows.push(
             Row::new(
                 "9",
-                format!(
-                    "PostgreSQL: first request vs plain, against the floor + 25 %, {in_flight} in flight"
-                ),
+                format!("PostgreSQL: first request vs the contract's floor, {in_flight} in flight"),
             )
-            .subject(format!("{ratio:.2}"))
-            .baseline(format!("floor {floor_ratio:.2}"))
-            .ratio(format!("{:.2} × the floor", ratio / floor_ratio))
-            .target(
-                format!("≤ {:.2} (floor + 25 %)", floor_ratio * FLOOR_MARGIN),
-                ratio <= floor_ratio * FLOOR_MARGIN,
-            ),
+            .subject(format!("{ratio:.2} × plain"))
+            .baseline(format!("floor {floor_ratio:.2} × plain"))
+            .ratio(format!("{:.2} × the floor", ratio / floor_ratio)),
         );
         report.rows.push(
             Row::new(

@@ -282,6 +282,9 @@ pub async fn run(report: &mut Report, quick: bool) {
     expiry::drop_vs_delete(report, &url, sizes).await;
 }
 
+/// Machine CPU busy share at which one instance leaves nothing for more to use.
+const SATURATED: f64 = 0.9;
+
 async fn instances(report: &mut Report, url: &str, secs: f64) {
     let db = fresh_db(url).await;
     let mut servers = Vec::new();
@@ -292,15 +295,27 @@ async fn instances(report: &mut Report, url: &str, secs: f64) {
     let (senders, to) = users(&bases[0]).await;
     let _warm = timed_load(None, &bases, &senders, &to, Kind::First, 64, secs / 2.0).await;
     let pg = connect(&db).await;
-    let (mut rps, mut busy) = (Vec::new(), Vec::new());
+    let (mut rps, mut busy, mut split) = (Vec::new(), Vec::new(), Vec::new());
     for n in 1..=3 {
         let before = cpu_jiffies();
         let load = timed_load(Some(&pg), &bases[..n], &senders, &to, Kind::First, 64, secs).await;
         let after = cpu_jiffies();
         rps.push(load.rps);
         busy.push((after.0 - before.0) as f64 / (after.1 - before.1).max(1) as f64);
+        split.push(CpuSplit::shares(&[load.cpu]));
     }
     let ratio = rps[2] / rps[0];
+    // The alternative to ≥ 2: the profile of what limits it. One instance that
+    // already keeps every core busy leaves no CPU for a second one to use.
+    let saturated = busy[0] >= SATURATED;
+    let label = if ratio >= 2.0 || !saturated {
+        "≥ 2 (or what limits it)".to_string()
+    } else {
+        format!(
+            "≥ 2, or what limits it: met by the profile — 1 instance already kept the cores {:.0} % busy (next row)",
+            busy[0] * 100.0
+        )
+    };
     report.rows.push(
         Row::new(
             "9",
@@ -309,7 +324,7 @@ async fn instances(report: &mut Report, url: &str, secs: f64) {
         .subject(format!("{:.0} req/s (2: {:.0})", rps[2], rps[1]))
         .baseline(format!("{:.0} req/s", rps[0]))
         .ratio(format!("{ratio:.2}"))
-        .target("≥ 2 (or what limits it)", ratio >= 2.0),
+        .target(label, ratio >= 2.0 || saturated),
     );
     report.key("pg_throughput_3_over_1_instances", r3(ratio));
     report.key(
@@ -329,7 +344,7 @@ async fn instances(report: &mut Report, url: &str, secs: f64) {
             busy[2] * 100.0
         ))
         .baseline("all cores of the machine")
-        .ratio("-"),
+        .ratio(format!("where it went: 1: {} · 3: {}", split[0], split[2])),
     );
     report.note(
         "9 instances",
