@@ -10,10 +10,23 @@ use server_mock::store::postgres::partitions;
 
 use super::{closed_loop, connect, fresh_db, sql, start, timed_load, users, Kind};
 use crate::report::{r3, Report, Row};
-use crate::server::{client, test_api, User};
+use crate::server::User;
 use crate::stats::summarize;
 
 const DAY_MS: i64 = 86_400_000;
+/// The server's key window in this figure.
+const WINDOW_MS: i64 = 30 * DAY_MS;
+
+/// A small pool on `db` for the expiry step, as the server's own.
+fn pool(db: &str) -> deadpool_postgres::Pool {
+    let config: tokio_postgres::Config = db.parse().expect("database URL");
+    let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
+    deadpool_postgres::Pool::builder(manager)
+        .max_size(2)
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .build()
+        .expect("pool")
+}
 
 /// Fills the partition of `bucket` with `rows` completed keys (server-side generate_series).
 async fn fill(db: &str, bucket: i64, rows: i64) {
@@ -70,11 +83,11 @@ async fn during<F: std::future::Future<Output = ()>>(
 
 pub(super) async fn drop_vs_delete(report: &mut Report, url: &str, sizes: &[i64]) {
     let db = fresh_db(url).await;
-    // A 30-day window: the filled day (10 days old) is inside it until the clock moves.
-    let server = start(&db, Duration::from_secs(30 * 86_400)).await;
+    // A 30-day window: the filled day (10 days old) is inside it for the server.
+    let server = start(&db, Duration::from_millis(WINDOW_MS as u64)).await;
+    let pool = pool(&db);
     let base = server.base_url();
     let (senders, to) = users(&base).await;
-    let c = client();
     let now_bucket = server_mock::clock::Clock::default()
         .now_ms()
         .div_euclid(DAY_MS);
@@ -90,11 +103,10 @@ pub(super) async fn drop_vs_delete(report: &mut Report, url: &str, sizes: &[i64]
     .await;
     let idle_p99 = summarize(&idle.ms).p99;
     let mut details = serde_json::Map::new();
-    let mut clock_days = 0;
     let mut last_ratio = f64::NAN;
     for &rows in sizes {
         // DELETE: the row-by-row way, one statement over the whole day.
-        let old = now_bucket + clock_days - 10;
+        let old = now_bucket - 10;
         fill(&db, old, rows).await;
         let conn = connect(&db).await;
         let (delete_s, delete_p99, delete_err) = during(&base, &senders, &to, async {
@@ -104,34 +116,18 @@ pub(super) async fn drop_vs_delete(report: &mut Report, url: &str, sizes: &[i64]
         })
         .await;
         sql(&db, &format!("DROP TABLE {}", partitions::name(old))).await;
-        // Partition drop: the server's own expiry pass, after the clock passed the window
-        // (the partitions the load needs then are made ahead, as the reaper does).
-        let old = now_bucket + clock_days - 10;
+        // Partition drop: the server's own expiry step (`partitions::expire`, what the
+        // reaper runs), on the same day under the same load and clock as the DELETE, with
+        // "now" just past that day's window, so it is the one partition to go. (An earlier
+        // driver moved the server clock 21 days and timed a whole reaper pass through the
+        // test API instead: only this side then paid the HTTP calls, the clock's wake-up and
+        // the pass's other steps, most of the time at 100,000 keys.)
         fill(&db, old, rows).await;
-        clock_days += 21;
-        for b in now_bucket + clock_days..=now_bucket + clock_days + 2 {
-            sql(
-                &db,
-                &format!(
-                    "CREATE TABLE IF NOT EXISTS {} PARTITION OF idempotency_keys FOR VALUES FROM ({b}) TO ({})",
-                    partitions::name(b),
-                    b + 1
-                ),
-            )
-            .await;
-        }
+        let expire_now = (old + 1) * DAY_MS + WINDOW_MS;
         let (drop_s, drop_p99, drop_err) = during(&base, &senders, &to, async {
-            let _ = test_api(
-                &c,
-                &base,
-                reqwest::Method::POST,
-                "/v1/test/clock",
-                json!({"advance_ms": 21 * DAY_MS}),
-            )
-            .await;
-            // The clock's wake-up starts the reaper's pass; this one waits for it (the
-            // expiry lock), so when it returns the day is gone.
-            let _ = test_api(&c, &base, reqwest::Method::POST, "/v1/test/reap", json!({})).await;
+            partitions::expire(&pool, expire_now, WINDOW_MS)
+                .await
+                .expect("expire");
         })
         .await;
         let left = connect(&db)
@@ -174,8 +170,9 @@ pub(super) async fn drop_vs_delete(report: &mut Report, url: &str, sizes: &[i64]
         "One server-mock in process on a fresh database of the `scripts/pg` cluster (fsync on, \
          synchronous_commit on), 30-day key window. A day 10 days old is filled server-side with N \
          completed keys (300-byte bodies); then either `DELETE FROM idempotency_keys WHERE bucket = day` \
-         runs, or the test clock moves 21 days and the server's expiry pass runs (woken by the clock; \
-         a `POST /v1/test/reap` waits for it) (COUNT of the partition for the report, `DETACH … CONCURRENTLY`, `DROP TABLE`), each \
+         runs, or, on the day filled again, the server's expiry step (`partitions::expire`, as the reaper \
+         runs it, with now just past that day's window: the partition's row estimate for the report, \
+         `DETACH … CONCURRENTLY`, `DROP TABLE`), both from the bench process, each \
          while 16 first requests stay in flight; p99 is of those transfers' latencies over the whole \
          load (the few hundred ms before the operation included). The ratio key is the largest N.",
     );
