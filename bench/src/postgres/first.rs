@@ -128,7 +128,10 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
             (1.5, "≤ 1.5".to_string())
         } else {
             let t = floor_ratio * FLOOR_MARGIN;
-            (t, format!("≤ {t:.2} (measured floor {floor_ratio:.2} + 25 %; 1.5 is below it)"))
+            (
+                t,
+                format!("≤ {t:.2} (measured floor {floor_ratio:.2} + 25 %; 1.5 is below it)"),
+            )
         };
         report.rows.push(
             cost_row(
