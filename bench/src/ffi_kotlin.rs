@@ -55,7 +55,7 @@ fn app_reads(
     paced: &Paced,
     kotlin: &Summary,
 ) {
-    let get = |k: &str| summarize(paced.get(k).map(Vec::as_slice).unwrap_or(&[]));
+    let get = |k: &str| summary(paced, k);
     let (enabled, profile, state) = (
         get("paced_app_send_enabled_us"),
         get("paced_app_network_profile_us"),
@@ -93,6 +93,11 @@ fn app_reads(
     k["paced_state_read_us"] = json(&state);
 }
 
+/// The paced samples of `key` (empty if the driver did not report it).
+fn summary(paced: &Paced, key: &str) -> Summary {
+    summarize(paced.get(key).map(Vec::as_slice).unwrap_or(&[]))
+}
+
 fn json(s: &Summary) -> serde_json::Value {
     serde_json::json!({"p10": r3(s.p10), "p50": r3(s.p50), "p90": r3(s.p90), "n": s.n})
 }
@@ -106,7 +111,7 @@ pub fn target(
     rust_profile_us: f64,
     loop_us: f64,
 ) {
-    let get = |k: &str| summarize(paced.get(k).map(Vec::as_slice).unwrap_or(&[]));
+    let get = |k: &str| summary(paced, k);
     let subject = get("paced_network_profile_us");
     if subject.n == 0 {
         report.key("kotlin_ffi_overhead_us", serde_json::Value::Null);

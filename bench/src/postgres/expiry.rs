@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use server_mock::store::postgres::partitions;
+use server_mock::store::postgres::{self, partitions};
 
 use super::{closed_loop, connect, fresh_db, sql, start, timed_load, users, Kind};
 use crate::report::{r3, Report, Row};
@@ -16,17 +16,6 @@ use crate::stats::summarize;
 const DAY_MS: i64 = 86_400_000;
 /// The server's key window in this figure.
 const WINDOW_MS: i64 = 30 * DAY_MS;
-
-/// A small pool on `db` for the expiry step, as the server's own.
-fn pool(db: &str) -> deadpool_postgres::Pool {
-    let config: tokio_postgres::Config = db.parse().expect("database URL");
-    let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
-    deadpool_postgres::Pool::builder(manager)
-        .max_size(2)
-        .runtime(deadpool_postgres::Runtime::Tokio1)
-        .build()
-        .expect("pool")
-}
 
 /// Fills the partition of `bucket` with `rows` completed keys (server-side generate_series).
 async fn fill(db: &str, bucket: i64, rows: i64) {
@@ -85,7 +74,7 @@ pub(super) async fn drop_vs_delete(report: &mut Report, url: &str, sizes: &[i64]
     let db = fresh_db(url).await;
     // A 30-day window: the filled day (10 days old) is inside it for the server.
     let server = start(&db, Duration::from_millis(WINDOW_MS as u64)).await;
-    let pool = pool(&db);
+    let pool = postgres::pool(&db, 2).expect("pool");
     let base = server.base_url();
     let (senders, to) = users(&base).await;
     let now_bucket = server_mock::clock::Clock::default()

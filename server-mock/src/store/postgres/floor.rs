@@ -1,7 +1,8 @@
 //! The bench floor on PostgreSQL: the least any design honouring the contract on day
 //! partitions does for one first request, each phase one autocommit statement. The claim
-//! takes the key lock and looks the key up in every partition (`sendonce_floor_claim`:
-//! without both, a key retried across midnight is claimed twice and may get two outcomes),
+//! takes the key lock and looks the key up in every partition (`sendonce_claim_key`, the
+//! real claim's own minus its balance read: without both, a key retried across midnight is
+//! claimed twice and may get two outcomes),
 //! then the gateway's record; both commits need not wait for the disk, as in
 //! `keys::claim`. Then, in one synchronous commit, the fence, the sender's balance row
 //! locked and checked (without it two debits overdraw), debit, outbox event and completed
@@ -18,7 +19,7 @@ use crate::db::DbError;
 use crate::store::{FloorTransfer, PlainRow};
 
 /// The contract's claim: key lock, look-up in every partition, insert (schema.rs).
-const CLAIM: &str = "SELECT sendonce_floor_claim($1, $2, $3, $4, $5, $6, $7, $8)";
+const CLAIM: &str = "SELECT sendonce_claim_key($1, $2, $3, $4, $5, $6, $7, 0, $8)";
 
 const GATEWAY: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
      INSERT INTO gateway_authorizations

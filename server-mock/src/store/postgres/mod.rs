@@ -142,28 +142,33 @@ pub(crate) fn sqlstate(e: &DbError) -> Option<&SqlState> {
     }
 }
 
+/// A pool of at most `size` connections to `url`, as the store's own (no schema, no heartbeat).
+pub fn pool(url: &str, size: usize) -> Result<Pool, DbError> {
+    let config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|e| DbError::Task(format!("bad PostgreSQL URL: {e}")))?;
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size.max(1))
+        .wait_timeout(Some(POOL_WAIT))
+        .create_timeout(Some(Duration::from_secs(10)))
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .build()
+        .map_err(|e| DbError::Task(format!("connection pool: {e}")))
+}
+
 impl PgStore {
     /// Connects to `url` (`postgres://`, `postgresql://`, a unix socket as a
     /// percent-encoded host or `?host=/dir`, or the key-value form), with `pool_size`
     /// connections at most; creates the schema; starts this instance's heartbeat.
     pub async fn open(url: &str, pool_size: usize, instance: Instance) -> Result<Self, DbError> {
-        let config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| DbError::Task(format!("bad PostgreSQL URL: {e}")))?;
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(pool_size.max(1))
-            .wait_timeout(Some(POOL_WAIT))
-            .create_timeout(Some(Duration::from_secs(10)))
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .map_err(|e| DbError::Task(format!("connection pool: {e}")))?;
+        let pool = pool(url, pool_size)?;
         schema::create(&mut pool.get().await?).await?;
         heartbeat::beat(&pool, &instance).await?;
         let heartbeat = tokio::spawn(heartbeat::run(pool.clone(), instance.clone()));

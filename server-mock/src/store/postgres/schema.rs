@@ -47,17 +47,15 @@ DROP INDEX IF EXISTS idempotency_keys_in_progress;
 CREATE INDEX IF NOT EXISTS idempotency_keys_in_progress_by_key
     ON idempotency_keys (user_id, idem_key, lock_id) WHERE state = 'in_progress';
 
--- Phase 1 in one statement (keys.rs `claim`): the claim's transaction is this call's.
--- A claim moves no money, so its commit need not wait for the disk (`SET LOCAL`: until
--- this statement's implicit commit). The key lock serialises one (user, key) across
--- partitions; in a volatile function each statement then takes a fresh snapshot, so the
--- NOT EXISTS sees every claim committed before the lock was granted; no ON CONFLICT (every
--- claim holds the lock, so none can race this insert — one that bypassed it fails with
--- 23505, which keys.rs reads as a taken key). The sender's balance comes back with it: the
--- advisory pre-check, read after the claim in the same visit.
-CREATE OR REPLACE FUNCTION sendonce_claim(
+-- The contract's claim (also the bench floor's, floor.rs): the key lock serialises one
+-- (user, key) across day partitions; in a volatile function each statement then takes a
+-- fresh snapshot, so the NOT EXISTS sees every claim committed before the lock was granted.
+-- No ON CONFLICT: every claim holds the lock, so none can race this insert — one that
+-- bypassed it fails with 23505, which keys.rs reads as a taken key. A claim moves no money,
+-- so its commit need not wait for the disk (`SET LOCAL`: until the caller's implicit commit).
+CREATE OR REPLACE FUNCTION sendonce_claim_key(
     p_user TEXT, p_key TEXT, p_hash BYTEA, p_lock TEXT, p_now BIGINT, p_bucket BIGINT,
-    p_instance TEXT, p_mono BIGINT, p_body BYTEA, OUT claimed BOOLEAN, OUT balance BIGINT)
+    p_instance TEXT, p_mono BIGINT, p_body BYTEA) RETURNS BOOLEAN
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true),
@@ -68,30 +66,25 @@ BEGIN
     SELECT p_user, p_key, p_hash, 'in_progress', p_lock, p_now, p_now, p_bucket, p_instance,
            p_mono, p_body
     WHERE NOT EXISTS
-        (SELECT 1 FROM idempotency_keys k WHERE k.user_id = p_user AND k.idem_key = p_key)
-    RETURNING COALESCE((SELECT b.balance_minor FROM balances b WHERE b.user_id = p_user), 0)
-        INTO balance;
-    claimed := FOUND;
-    balance := COALESCE(balance, 0);
-END $$;
-
--- The bench floor's claim (floor.rs): what any claim honouring the contract on day
--- partitions needs — the key lock and the look-up in every partition — and nothing else.
-CREATE OR REPLACE FUNCTION sendonce_floor_claim(
-    p_user TEXT, p_key TEXT, p_hash BYTEA, p_lock TEXT, p_now BIGINT, p_bucket BIGINT,
-    p_instance TEXT, p_body BYTEA) RETURNS BOOLEAN
-LANGUAGE plpgsql VOLATILE AS $$
-BEGIN
-    PERFORM set_config('synchronous_commit', 'off', true),
-            pg_advisory_xact_lock(hashtextextended(p_user || chr(31) || p_key, 0));
-    INSERT INTO idempotency_keys
-        (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms,
-         bucket, lock_instance, lock_mono_ms, request_body)
-    SELECT p_user, p_key, p_hash, 'in_progress', p_lock, p_now, p_now, p_bucket, p_instance,
-           0, p_body
-    WHERE NOT EXISTS
         (SELECT 1 FROM idempotency_keys k WHERE k.user_id = p_user AND k.idem_key = p_key);
     RETURN FOUND;
+END $$;
+
+-- Phase 1 in one statement (keys.rs `claim`): the claim's transaction is this call's. The
+-- sender's balance comes back with it: the advisory pre-check, read after the claim in the
+-- same visit.
+CREATE OR REPLACE FUNCTION sendonce_claim(
+    p_user TEXT, p_key TEXT, p_hash BYTEA, p_lock TEXT, p_now BIGINT, p_bucket BIGINT,
+    p_instance TEXT, p_mono BIGINT, p_body BYTEA, OUT claimed BOOLEAN, OUT balance BIGINT)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    claimed := sendonce_claim_key(p_user, p_key, p_hash, p_lock, p_now, p_bucket, p_instance,
+                                  p_mono, p_body);
+    balance := 0;
+    IF claimed THEN
+        SELECT COALESCE(b.balance_minor, 0) INTO balance FROM balances b WHERE b.user_id = p_user;
+        balance := COALESCE(balance, 0);
+    END IF;
 END $$;
 
 -- Every live server process bumps its row with its own monotonic milliseconds.

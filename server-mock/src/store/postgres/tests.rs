@@ -287,8 +287,9 @@ async fn concurrent_claims_of_one_key_across_midnight_acquire_it_once() {
     .await;
 }
 
-/// The bench floor's claim (`sendonce_floor_claim`) keeps a key single across midnight
-/// too: a floor that claimed twice would not honour the contract it is the floor of.
+/// The bench floor's claim (`sendonce_claim_key`, the real claim minus its balance read) keeps
+/// a key single across midnight too: a floor that claimed twice would not honour the contract
+/// it is the floor of.
 #[tokio::test]
 async fn the_floor_claim_acquires_a_key_once_across_midnight() {
     let Some(store) = fresh(16).await else { return };
@@ -301,7 +302,7 @@ async fn the_floor_claim_acquires_a_key_once_across_midnight() {
             let (key, lock, bucket) = (format!("k{round}"), format!("lock{n}"), now_ms / DAY_MS);
             let won = c
                 .query_one(
-                    "SELECT sendonce_floor_claim('alice', $1, '\\x00', $2, $3, $4, 'i', '\\x00')",
+                    "SELECT sendonce_claim_key('alice', $1, '\\x00', $2, $3, $4, 'i', 0, '\\x00')",
                     &[&key, &lock, &now_ms, &bucket],
                 )
                 .await
