@@ -155,7 +155,7 @@ fn kotlin(
     copy_kotlin_layer(&gen.join("kotlin/io/sendonce"))?;
     run_cmd(
         Command::new("mvn")
-            .args(["-B", "-o", "-q", "-f", "bench/ffi/kotlin/pom.xml", "test"])
+            .args(["-B", "-q", "-f", "bench/ffi/kotlin/pom.xml", "test"])
             // No compile daemon left behind to load the figures that follow.
             .arg("-Dkotlin.compiler.daemon=false")
             .arg(format!(
@@ -367,7 +367,7 @@ pub fn run(report: &mut Report, fast_dir: &Path, quick: bool) {
              `network_profile()` — no I/O, measures the FFI round trip with an enum coming back — and \
              `transfer(local_id)` — one SQLite point read returning a 16-field record. {iterations} warm-up calls, then \
              10 rounds of {} calls (`transfer`: a tenth of that; Kotlin back-to-back: a quarter, since a tight loop costs it ~40 µs a call); the table shows the median round (p10–p90). \
-             Kotlin: JUnit class `bench/ffi/kotlin` run by Maven offline (JVM 17, JNA, the uniffi-generated Kotlin); \
+             Kotlin: JUnit class `bench/ffi/kotlin` run by Maven (its plugins and JNA from Maven Central the first time; JVM 17, JNA, the uniffi-generated Kotlin); \
              its target row is judged on paced calls — 20 bursts of up to 1000 calls, each after a GC once JNA's \
              cleaner has emptied its allocation map, as a UI calls — next to a pure-Kotlin call and a JNA direct call \
              into libc measured the same way, and the pieces of one generated call (a call with a fresh call status; a \

@@ -190,7 +190,7 @@ fn main() {
         let (pending, requests) = if q {
             (1_000, 50_000)
         } else {
-            (10_000, 1_000_000)
+            (10_000, 500_000)
         };
         timed(&mut report, "7", &mut |r| {
             rt.block_on(memory::run(

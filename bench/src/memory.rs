@@ -1,5 +1,5 @@
 //! Figure 7, memory: SDK resident memory with 10,000 unfinished transfers (offline profile) vs
-//! the same SDK with none; server resident memory after 1,000,000 requests vs after warm-up.
+//! the same SDK with none; server resident memory after 500,000 requests vs after warm-up.
 //! Both are measured in child processes (`sendonce-bench child …`) so nothing else is counted.
 
 use std::io::{BufRead, BufReader, Write};
