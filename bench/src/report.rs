@@ -170,10 +170,17 @@ pub fn write(
             .map(|r| format!("{} {} ({})", r.figure, r.metric, r.target))
             .collect::<Vec<_>>()
     };
+    let list = |v: Vec<String>| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join("; ")
+        }
+    };
     md.push_str(&format!(
         "Targets met: {}.\n\nTargets missed: {}.\n\n",
-        verdicts(true).join("; "),
-        verdicts(false).join("; ")
+        list(verdicts(true)),
+        list(verdicts(false))
     ));
     md.push_str(&table(&report.rows));
     md.push_str("\nTime per figure: ");
