@@ -243,7 +243,8 @@ public final class SendOnce: Sendable {
     }
 
     /// The network profile in force at once, then every change; only `setNetworkProfile` changes it, so the
-    /// value crosses the FFI once per change. Ends when the SDK closes or the consumer stops.
+    /// value crosses the FFI once per change. A consumer slower than the changes gets the newest one (a
+    /// screen shows the state, not its history). Ends when the SDK closes or the consumer stops.
     public func networkProfileUpdates() -> AsyncStream<NetworkProfile> {
         profile.stream(.bufferingNewest(1))
     }
