@@ -205,7 +205,10 @@ fn swift(
     let root =
         std::env::var("SENDONCE_SWIFT_ROOT").unwrap_or_else(|_| "/opt/sendonce/swift-root".into());
     if !Path::new(&root).join(".sendonce-ready").exists() {
-        return Err(format!("no Swift chroot at {root} (scripts/setup-swift)"));
+        // A machine without the chroot yet: set it up (about a minute from Debian's packages;
+        // cached outside the repo).
+        run_cmd(&mut Command::new("scripts/setup-swift"))
+            .map_err(|e| format!("no Swift chroot at {root}: {e}"))?;
     }
     let pkg = target.join("bench-ffi/swift");
     let src = pkg.join("Sources");

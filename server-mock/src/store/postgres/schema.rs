@@ -80,11 +80,10 @@ LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     claimed := sendonce_claim_key(p_user, p_key, p_hash, p_lock, p_now, p_bucket, p_instance,
                                   p_mono, p_body);
-    balance := 0;
     IF claimed THEN
-        SELECT COALESCE(b.balance_minor, 0) INTO balance FROM balances b WHERE b.user_id = p_user;
-        balance := COALESCE(balance, 0);
+        SELECT b.balance_minor INTO balance FROM balances b WHERE b.user_id = p_user;
     END IF;
+    balance := COALESCE(balance, 0);
 END $$;
 
 -- Every live server process bumps its row with its own monotonic milliseconds.
