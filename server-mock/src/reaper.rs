@@ -134,7 +134,15 @@ pub(crate) fn resolve(
     if !idempotency::holds(conn, &s.user, &s.key, &s.lock_id)? {
         return Ok(Resolved::Moved);
     }
-    if let Some((record, _)) = ledger::debit_by_key(conn, &s.user, &s.key)? {
+    if let Some((record, stored_hash)) = ledger::debit_by_key(conn, &s.user, &s.key)? {
+        // The debit answers only the request it was made for (the guard of
+        // `transfer::commit_transfer`): a key reused with another body after its row expired
+        // is released, and its retry gets 422 from that guard instead of a replay of money
+        // moved for another body.
+        if stored_hash != s.hash {
+            idempotency::release(conn, &s.user, &s.key, &s.lock_id)?;
+            return Ok(Resolved::Released);
+        }
         idempotency::complete(conn, &s.user, &s.key, &s.lock_id, 201, &record.to_json())?;
         return Ok(Resolved::Completed);
     }

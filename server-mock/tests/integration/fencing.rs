@@ -345,6 +345,73 @@ async fn killed_after_the_gateway_authorised_then_restarted_one_authorisation_on
     );
 }
 
+/// A key reused with another body after its row expired, the process killed after the
+/// gateway authorised: the reaper must not complete the new body's key with the old body's
+/// debit, so the retry of the new body gets 422, never a 201 replay of money it did not move.
+#[tokio::test]
+async fn a_reused_key_killed_after_the_gateway_is_not_completed_with_the_old_debit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = fresh_db(dir.path(), "reused.db").await;
+    let flags = ["--lock-timeout", "1s", "--key-window", "1h"];
+    let (mut child, url) = spawn_binary(&db, &flags);
+    let s = server_at(&url).await;
+    let (a, b) = (s.user("A", 10_000).await, s.user("B", 0).await);
+    let old = transfer_body(&b.id, 1_000);
+    assert_eq!(s.send(&a, "K", &old).await.unwrap().status, 201);
+    let post = |path: &'static str, body: Value| {
+        let (client, url) = (s.client.clone(), url.clone());
+        async move {
+            let r = client.post(format!("{url}{path}")).json(&body).send().await;
+            r.unwrap().json::<Value>().await.unwrap()
+        }
+    };
+    post("/v1/test/clock", json!({"advance_ms": 3 * 3_600_000})).await;
+    post("/v1/test/reap", json!({})).await;
+    let stats = s.get_json("/v1/test/stats", None).await;
+    assert_eq!(stats["idempotency_keys"], 0, "K's row expired: {stats}");
+
+    let fault = s
+        .client
+        .put(format!("{url}/v1/test/faults"))
+        .json(&json!({"crash_after_gateway": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fault.status(), 200);
+    let new = transfer_body(&b.id, 2_000);
+    assert!(
+        s.send(&a, "K", &new).await.is_err(),
+        "the process died after the gateway"
+    );
+    let _ = child.0.wait();
+
+    let (_child, url) = spawn_binary(&db, &flags);
+    let s = server_at(&url).await;
+    let mut answer = None;
+    for _ in 0..200 {
+        let r = s.send(&a, "K", &new).await.unwrap();
+        if r.status != 409 {
+            answer = Some(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let answer = answer.expect("the key was resolved after the restart");
+    assert_eq!(
+        (answer.status, answer.code()),
+        (422, "idempotency_key_reused".to_string()),
+        "the old body's debit is not this body's: {:?}",
+        answer.json()
+    );
+    assert_eq!(s.debits("K").await, 1, "only the old body's debit");
+    let again = s.send(&a, "K", &old).await.unwrap();
+    assert_eq!(
+        (again.status, again.replayed()),
+        (201, true),
+        "the old body still replays"
+    );
+}
+
 /// One step of a random run.
 #[derive(Debug, Clone)]
 enum Step {

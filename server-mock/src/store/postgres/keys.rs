@@ -322,7 +322,12 @@ pub(super) async fn resolve_in(
     if held.is_none() {
         return Ok(Resolved::Moved);
     }
-    if let Some((record, _)) = debit_by_key(tx, &s.user, &s.key).await? {
+    if let Some((record, stored_hash)) = debit_by_key(tx, &s.user, &s.key).await? {
+        // Only the request the debit was made for is completed by it (see reaper::resolve).
+        if stored_hash != s.hash {
+            release(tx, &s.user, &s.key, &s.lock_id).await?;
+            return Ok(Resolved::Released);
+        }
         complete(tx, &s.user, &s.key, &s.lock_id, 201, &record.to_json()).await?;
         return Ok(Resolved::Completed);
     }
