@@ -229,9 +229,7 @@ fn main() {
     let total = started.elapsed().as_secs_f64();
     report.rows.sort_by_key(|r| r.figure);
     println!("{}", report::table(&report.rows));
-    let analysis = std::fs::read_to_string("bench/notes/analysis.md").ok();
-    report::write(&mut report, &args.out, &command, total, analysis.as_deref())
-        .expect("write report");
+    report::write(&mut report, &args.out, &command, total).expect("write report");
     eprintln!(
         "sendonce-bench: wrote {} and {} in {total:.0} s",
         args.out.join("BENCHMARKS.md").display(),
