@@ -29,6 +29,10 @@ pub struct FaultSettings {
     pub drop_response_after_commit_rate: f64,
     /// Probability of running a transfer request twice concurrently (load-balancer replay).
     pub duplicate_delivery_rate: f64,
+    /// Probability that a request's money transaction fails before it runs (a database
+    /// error: nothing committed).
+    #[serde(default)]
+    pub fail_commit_rate: f64,
     /// Seed of the random source, for reproducible runs.
     pub seed: Option<u64>,
 }
@@ -53,6 +57,8 @@ pub struct FaultPatch {
     pub drop_response_after_commit_rate: Option<f64>,
     /// See [`FaultSettings::duplicate_delivery_rate`].
     pub duplicate_delivery_rate: Option<f64>,
+    /// See [`FaultSettings::fail_commit_rate`].
+    pub fail_commit_rate: Option<f64>,
     /// See [`FaultSettings::seed`].
     pub seed: Option<u64>,
 }
@@ -125,6 +131,7 @@ impl Faults {
             ),
             ("duplicate_delivery_rate", patch.duplicate_delivery_rate),
             ("slow_gateway_rate", patch.slow_gateway_rate),
+            ("fail_commit_rate", patch.fail_commit_rate),
         ] {
             if let Some(r) = rate {
                 if !(0.0..=1.0).contains(&r) {
@@ -157,6 +164,9 @@ impl Faults {
             }
             if let Some(v) = patch.duplicate_delivery_rate {
                 s.duplicate_delivery_rate = v;
+            }
+            if let Some(v) = patch.fail_commit_rate {
+                s.fail_commit_rate = v;
             }
             if let Some(seed) = patch.seed {
                 s.seed = Some(seed);
@@ -219,6 +229,11 @@ impl Faults {
     /// Decides whether this request is delivered twice.
     pub fn roll_duplicate(&self) -> bool {
         self.roll(|s| s.duplicate_delivery_rate)
+    }
+
+    /// Decides whether this request's money transaction fails before it runs.
+    pub fn fail_commit(&self) -> bool {
+        self.roll(|s| s.fail_commit_rate)
     }
 
     /// A fair coin from the same seeded source.

@@ -139,11 +139,14 @@ pub(crate) fn resolve(
         // `transfer::commit_transfer`): a key reused with another body after its row expired
         // is released, and its retry gets 422 from that guard instead of a replay of money
         // moved for another body.
+        // Either way, an authorisation this holder took after that debit is not used.
         if stored_hash != s.hash {
             idempotency::release(conn, &s.user, &s.key, &s.lock_id)?;
+            gateway::settle(conn, &s.user, &s.key, now_ms, gateway::Settle::UnlessHeld)?;
             return Ok(Resolved::Released);
         }
         idempotency::complete(conn, &s.user, &s.key, &s.lock_id, 201, &record.to_json())?;
+        gateway::settle(conn, &s.user, &s.key, now_ms, gateway::Settle::UnlessHeld)?;
         return Ok(Resolved::Completed);
     }
     let record = s
@@ -213,13 +216,19 @@ mod tests {
                 stuck_key(c, "fresh", "me", 50_000);
                 ledger::insert_debit(c, &record, b"\0")?;
                 c.execute(
-                    "INSERT INTO gateway_authorizations VALUES ('u1', 'authorised', 'auth_1', 1, 0)",
+                    "INSERT INTO gateway_authorizations
+                         (user_id, idem_key, authorization_id, calls, created_at_ms)
+                     VALUES ('u1', 'authorised', 'auth_1', 1, 0)",
                     [],
                 )?;
                 let stuck = stuck_keys(c, "me", 10_000)?;
                 let mut names: Vec<_> = stuck.iter().map(|s| s.key.clone()).collect();
                 names.sort();
-                assert_eq!(names, ["authorised", "moved", "nothing"], "fresh lease kept");
+                assert_eq!(
+                    names,
+                    ["authorised", "moved", "nothing"],
+                    "fresh lease kept"
+                );
                 stuck
                     .iter()
                     .map(|s| Ok((s.key.clone(), resolve(c, s, 2_000, rules)?)))

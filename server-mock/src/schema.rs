@@ -48,16 +48,30 @@ CREATE INDEX IF NOT EXISTS idempotency_keys_in_progress
     ON idempotency_keys (locked_at_ms) WHERE state = 'in_progress';
 
 -- The simulated gateway's own records: one authorisation per (user, key), kept across
--- restarts, so a repeated gateway step gets the same authorisation back.
+-- restarts, so a repeated gateway step gets the same authorisation back. `captured_at_ms`
+-- is set by the debit's transaction (files made before it get it from `migrate_gateway`).
 CREATE TABLE IF NOT EXISTS gateway_authorizations (
     user_id          TEXT NOT NULL,
     idem_key         TEXT NOT NULL,
     authorization_id TEXT NOT NULL,
     calls            INTEGER NOT NULL,
     created_at_ms    INTEGER NOT NULL,
+    captured_at_ms   INTEGER,
     PRIMARY KEY (user_id, idem_key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS gateway_authorizations_age ON gateway_authorizations (created_at_ms);
+
+-- Authorisations voided (the key's outcome did not use them), moved out of
+-- `gateway_authorizations` in the transaction that decided it, once each.
+CREATE TABLE IF NOT EXISTS gateway_voids (
+    authorization_id TEXT PRIMARY KEY,
+    user_id          TEXT NOT NULL,
+    idem_key         TEXT NOT NULL,
+    calls            INTEGER NOT NULL,
+    created_at_ms    INTEGER NOT NULL,
+    voided_at_ms     INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS gateway_voids_age ON gateway_voids (voided_at_ms);
 
 -- Append-only, so a plain rowid (max + 1) never reuses an id either; AUTOINCREMENT would
 -- cost a read and a write of sqlite_sequence per entry (files made before keep it). The
@@ -171,8 +185,29 @@ CREATE TABLE IF NOT EXISTS bench_plain (
 pub(crate) fn create(conn: &Connection) -> Result<(), DbError> {
     migrate_key_lease(conn)?;
     migrate_token_hashes(conn)?;
+    migrate_gateway(conn)?;
     conn.execute_batch(SCHEMA)?;
     migrate_balances(conn)
+}
+
+/// Adds `captured_at_ms` to a gateway table made before it, marking captured every
+/// authorisation whose key has a debit (it was captured when that debit committed).
+fn migrate_gateway(conn: &Connection) -> Result<(), DbError> {
+    let cols: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('gateway_authorizations')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    if cols.is_empty() || cols.iter().any(|c| c == "captured_at_ms") {
+        return Ok(()); // a new file (SCHEMA makes it), or done already
+    }
+    conn.execute_batch(
+        "ALTER TABLE gateway_authorizations ADD COLUMN captured_at_ms INTEGER;
+         UPDATE gateway_authorizations SET captured_at_ms = created_at_ms
+         WHERE EXISTS (SELECT 1 FROM ledger l WHERE l.kind = 'debit'
+                         AND l.user_id = gateway_authorizations.user_id
+                         AND l.idem_key = gateway_authorizations.idem_key);",
+    )?;
+    Ok(())
 }
 
 /// Files made before tokens were hashed: adds the expiry column and replaces every

@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 
 use crate::db::DbError;
-use crate::gateway;
+use crate::gateway::{self, Settle};
 use crate::idempotency::{self, Claim, Existing};
 use crate::ledger::{self, TransferRecord};
 use crate::problem::Problem;
@@ -181,10 +181,17 @@ async fn run(
             Ok(answer)
         }
         Err(e) => {
-            // Nothing committed: release the key now rather than after the lock timeout.
+            // Nothing committed: release the key now rather than after the lock timeout,
+            // and void its authorisation in the same transaction (the retry, if any, gets a
+            // fresh one). If that fails too, the key stays ours until the reaper finishes it.
             let released = app
                 .store
-                .release(caller.user_id.clone(), key.to_string(), lock_id)
+                .release(
+                    caller.user_id.clone(),
+                    key.to_string(),
+                    lock_id,
+                    app.clock.now_ms(),
+                )
                 .await;
             if let Err(re) = released {
                 tracing::warn!(%re, "could not release key after a failed commit; the reaper will");
@@ -287,6 +294,12 @@ async fn commit(
         idempotency_key: key.to_string(),
     };
     let rules = app.rules(authorised);
+    if app.faults.fail_commit() {
+        // A database error before the transaction ran: nothing committed.
+        return Err(DbError::Task(
+            "fault fail_commit_rate: the commit failed".into(),
+        ));
+    }
     app.store
         .commit(record, hash.to_vec(), lock_id.to_string(), rules)
         .await
@@ -320,6 +333,10 @@ pub fn record_from_body(
 /// another request claimed it since) moves nothing and answers 409 with `Retry-After`:
 /// whoever holds the key now decides, and the retry gets that answer.
 ///
+/// The gateway's authorisation ends with the key's outcome: the debit captures it; every
+/// other outcome written here — and a fence that finds the key decided by another — voids
+/// it (`gateway::settle`).
+///
 /// Every decision is taken before the debit is written (the order of the PostgreSQL store's
 /// `commit_in`), so nothing written is ever undone and no nested SAVEPOINT is needed; the
 /// ledger's one-debit-per-key index stays the last guard under the look-up — a debit it
@@ -345,32 +362,41 @@ fn commit_in(
         record.from_user_id.as_str(),
         record.idempotency_key.as_str(),
     );
+    let now = record.created_at_ms;
     if rules.fenced && !idempotency::holds(tx, user, key, lock_id)? {
         tracing::warn!(key, "lock lost before the debit: nothing moved");
+        // Asleep in the gateway past its lease, this request may have written the key's
+        // authorisation after the key got its outcome (a look-up's 404, a retry's 402):
+        // nobody will capture it then.
+        gateway::settle(tx, user, key, now, Settle::IfDecided)?;
         return Ok(Problem::key_in_use().into());
     }
     if let Some((existing, stored_hash)) = ledger::debit_by_key(tx, user, key)? {
         // The last guard: money already moved for this key (the key row expired or was
         // reaped while an earlier attempt was still running). Answer from the ledger.
-        return Ok(if stored_hash == hash {
+        let answer = if stored_hash == hash {
             let body = existing.to_json();
             idempotency::complete(tx, user, key, lock_id, 201, &body)?;
             Answer::replay(201, body)
         } else {
             idempotency::release(tx, user, key, lock_id)?;
             Problem::key_reused().into()
-        });
+        };
+        gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
+        return Ok(answer);
     }
     let balance = ledger::balance(tx, user)?;
     if balance < record.amount_minor {
         let problem = insufficient_funds(balance, record.amount_minor);
         idempotency::complete(tx, user, key, lock_id, 402, &problem.body_bytes())?;
+        gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
         return Ok(problem.into());
     }
     let recipient = ledger::balance(tx, &record.to_user_id)?;
     if recipient_full(recipient, record.amount_minor, rules.max_balance) {
         let problem = recipient_balance_limit();
         idempotency::complete(tx, user, key, lock_id, 422, &problem.body_bytes())?;
+        gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
         return Ok(problem.into());
     }
     if rules.authorised == Authorised::No {
@@ -380,6 +406,7 @@ fn commit_in(
         return Ok(Problem::key_in_use().into());
     }
     ledger::insert_debit(tx, record, hash)?;
+    gateway::capture(tx, user, key, now)?;
     let body = record.to_json();
     crate::outbox::insert_transfer_done(tx, record, &body)?;
     idempotency::complete(tx, user, key, lock_id, 201, &body)?;

@@ -168,10 +168,15 @@ pub struct Stats {
     pub sms_sent: i64,
     /// Ledger credits.
     pub credits: i64,
-    /// Distinct gateway authorisations.
+    /// Gateway authorisations given (live, captured and voided).
     pub gateway_authorizations: i64,
     /// Gateway calls.
     pub gateway_calls: i64,
+    /// Authorisations captured by a debit.
+    pub gateway_captures: i64,
+    /// Authorisations voided (the key's outcome did not use them). Once every key has its
+    /// outcome, `gateway_authorizations == gateway_captures + gateway_voids`.
+    pub gateway_voids: i64,
 }
 
 /// The benchmark baseline row: a transfer's data with no idempotency at all.
@@ -286,8 +291,9 @@ pub trait Store: Send + Sync {
         lock_id: String,
         rules: Rules,
     ) -> Fut<'_, Answer>;
-    /// Releases a key we hold (nothing committed), so a retry executes from scratch.
-    fn release(&self, user_id: String, key: String, lock_id: String) -> Fut<'_, ()>;
+    /// Releases a key we hold (nothing committed), so a retry executes from scratch, and
+    /// voids its authorisation in the same transaction (the retry gets a fresh one).
+    fn release(&self, user_id: String, key: String, lock_id: String, now_ms: i64) -> Fut<'_, ()>;
     /// The ledger first (it outlives the key row), then the key row.
     fn lookup(&self, user_id: String, key: String) -> Fut<'_, Lookup>;
     /// Like [`Store::lookup`], but a key with neither a debit nor a row is closed as not

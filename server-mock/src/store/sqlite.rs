@@ -188,9 +188,11 @@ impl Store for SqliteStore {
         }))
     }
 
-    fn release(&self, user_id: String, key: String, lock_id: String) -> Fut<'_, ()> {
+    fn release(&self, user_id: String, key: String, lock_id: String, now_ms: i64) -> Fut<'_, ()> {
         Box::pin(self.db.write(Durability::Full, move |c| {
-            idempotency::release(c, &user_id, &key, &lock_id)
+            idempotency::release(c, &user_id, &key, &lock_id)?;
+            gateway::settle(c, &user_id, &key, now_ms, gateway::Settle::UnlessHeld)?;
+            Ok(())
         }))
     }
 
@@ -210,14 +212,11 @@ impl Store for SqliteStore {
             if let Some((record, _)) = ledger::debit_by_key(c, &user_id, &key)? {
                 return Ok(Ok(record));
             }
-            Ok(Err(idempotency::close_unexecuted(
-                c,
-                &user_id,
-                &key,
-                now_ms,
-                bucket_width_ms,
-                &body,
-            )?))
+            let closed =
+                idempotency::close_unexecuted(c, &user_id, &key, now_ms, bucket_width_ms, &body)?;
+            // "Not executed" is final: an authorisation a lost request left is voided.
+            gateway::settle(c, &user_id, &key, now_ms, gateway::Settle::UnlessHeld)?;
+            Ok(Err(closed))
         }))
     }
 
@@ -267,7 +266,7 @@ impl Store for SqliteStore {
             while self
                 .db
                 .write(Durability::Normal, move |c| {
-                    gateway::expire_chunk(c, before, EXPIRE_CHUNK)
+                    gateway::expire_chunk(c, before, now_ms, EXPIRE_CHUNK)
                 })
                 .await?
                 == EXPIRE_CHUNK
@@ -414,7 +413,7 @@ fn lookup(c: &Connection, user: &str, key: &str) -> Result<Lookup, DbError> {
 
 fn stats(c: &Connection) -> Result<Stats, DbError> {
     let count = |sql: &str| -> Result<i64, DbError> { Ok(c.query_row(sql, [], |r| r.get(0))?) };
-    let (auths, calls) = gateway::counts(c)?;
+    let gateway = gateway::counts(c)?;
     Ok(Stats {
         idempotency_keys: count("SELECT COUNT(*) FROM idempotency_keys")?,
         keys_in_progress: count(
@@ -424,7 +423,9 @@ fn stats(c: &Connection) -> Result<Stats, DbError> {
         ledger_entries: count("SELECT COUNT(*) FROM ledger")?,
         sms_sent: count("SELECT COUNT(*) FROM sms")?,
         credits: count("SELECT COUNT(*) FROM ledger WHERE kind = 'credit'")?,
-        gateway_authorizations: auths,
-        gateway_calls: calls,
+        gateway_authorizations: gateway.authorizations,
+        gateway_calls: gateway.calls,
+        gateway_captures: gateway.captures,
+        gateway_voids: gateway.voids,
     })
 }

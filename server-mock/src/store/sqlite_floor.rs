@@ -2,7 +2,7 @@
 //! first request through the group writer, each phase one statement — the claim committed
 //! (NORMAL, as `SqliteStore::claim`; the primary key spans every day, so no look-up), then
 //! the gateway's record committed (NORMAL), then the sender's balance read (no overdraft),
-//! the key's completion, the debit and its outbox event in one FULL commit. Downstream the
+//! the key's completion, the debit, its capture and its outbox event in one FULL commit. Downstream the
 //! relay delivers the event like any other. The gap between this and `bench_plain` is what
 //! the contract costs on this machine; the gap between this and a first request is what
 //! the design adds on top (the key look-up, the balance pre-check, the fence's read, the
@@ -12,8 +12,8 @@ use rusqlite::params;
 
 use super::{FloorTransfer, Instance, PlainRow};
 use crate::db::{Db, DbError, Durability};
-use crate::ledger;
 use crate::outbox;
+use crate::{gateway, ledger};
 
 /// One first request's floor; returns the outbox event id.
 pub(super) async fn first_request(
@@ -91,6 +91,7 @@ pub(super) async fn first_request(
             return Err(DbError::Task("the floor's key was not in progress".into()));
         }
         ledger::insert_debit(c, &t, &hash)?;
+        gateway::capture(c, &t.from_user_id, &t.idempotency_key, t.created_at_ms)?;
         outbox::insert_transfer_done(c, &t, &body)
     })
     .await

@@ -80,6 +80,23 @@ fn assert_agrees(user: &User, answers: &[(String, Resp)], ledger: &[Value]) {
     );
 }
 
+/// Every gateway authorisation ended captured by a debit or voided: no customer's funds stay
+/// held for a key whose outcome does not use them (`stats` once every key has its outcome).
+fn assert_gateway_settled(stats: &Value, ledger: &[Value]) {
+    let debits = ledger.iter().filter(|e| e["kind"] == "debit").count() as i64;
+    let n = |field: &str| stats[field].as_i64().unwrap_or(0);
+    assert_eq!(
+        n("gateway_authorizations"),
+        debits + n("gateway_voids"),
+        "every authorisation captured (a debit) or voided: {stats}"
+    );
+    assert_eq!(
+        n("gateway_captures"),
+        debits,
+        "each debit captured one: {stats}"
+    );
+}
+
 async fn lookup(s: &TestServer, user: &User, key: &str) -> Resp {
     s.get(
         &format!("/v1/transfers?idempotency_key={key}"),
@@ -133,8 +150,11 @@ async fn lost_lease_then_lookup(fenced: bool) -> (User, Vec<(String, Resp)>, Vec
         (late.code(), late.replayed()),
         ("transfer_not_found".into(), true)
     );
-    s.settle().await;
+    let stats = s.settle().await;
     let ledger = s.ledger().await;
+    // The slow request's authorisation, written after the key was closed, is voided (fenced)
+    // or captured by its debit (unfenced).
+    assert_gateway_settled(&stats, &ledger);
     s.stop().await;
     let answers = vec![
         ("K".into(), looked),
@@ -183,8 +203,10 @@ async fn lost_lease_then_402() -> (User, Vec<(String, Resp)>, Vec<Value>, Resp) 
     assert_eq!(retry.status, 402);
     let first = first.await.unwrap();
     let replay = s.transfer(&a.token, Some("K"), &body).await;
-    s.settle().await;
+    let stats = s.settle().await;
     let ledger = s.ledger().await;
+    // The slow request authorised after K's 402 was stored: that authorisation is voided.
+    assert_gateway_settled(&stats, &ledger);
     s.stop().await;
     let answers = vec![
         ("K".into(), first.clone()),
@@ -225,12 +247,10 @@ async fn a_server_clock_jump_cannot_expire_a_live_lease() {
     assert_eq!(looked.code(), "idempotency_key_in_use");
     let first = first.await.unwrap();
     assert_eq!(first.status, 201);
-    s.settle().await;
-    assert_agrees(
-        &a,
-        &[("K".into(), looked), ("K".into(), first)],
-        &s.ledger().await,
-    );
+    let stats = s.settle().await;
+    let ledger = s.ledger().await;
+    assert_agrees(&a, &[("K".into(), looked), ("K".into(), first)], &ledger);
+    assert_gateway_settled(&stats, &ledger);
     s.stop().await;
 }
 
@@ -343,6 +363,65 @@ async fn killed_after_the_gateway_authorised_then_restarted_one_authorisation_on
         stats["gateway_calls"], 1,
         "finished from the record, not re-authorised: {stats}"
     );
+    let ledger = s.get_json("/v1/test/ledger", None).await;
+    assert_gateway_settled(&stats, ledger.as_array().unwrap());
+}
+
+/// A 402 stored after the gateway authorised (the balance spent under another key while
+/// this request was in the gateway): the authorisation is voided with the 402.
+#[tokio::test]
+async fn a_402_stored_after_authorisation_voids_it() {
+    let s = start_default().await; // 60 s lock: nobody loses a lease here
+    let (a, b) = (s.user("A", 1_000).await, s.user("B", 0).await);
+    let body = transfer_body(&b.id, 800);
+    s.faults(json!({"gateway_delay_ms": 1500})).await;
+    let first = s.post_in_background(&a, "K", &body);
+    until_key_in_progress(&s).await;
+    tokio::time::sleep(Duration::from_millis(100)).await; // K is asleep in the gateway
+    s.faults(json!({"gateway_delay_ms": 0})).await;
+    let other = s.transfer(&a.token, Some("K2"), &body).await;
+    assert_eq!(other.status, 201, "the balance is spent under another key");
+    let first = first.await.unwrap();
+    assert_eq!(
+        first.status,
+        402,
+        "authorised, then refused: {:?}",
+        first.json()
+    );
+    let stats = s.settle().await;
+    let ledger = s.ledger().await;
+    assert_eq!(stats["gateway_authorizations"], 2, "{stats}");
+    assert_gateway_settled(&stats, &ledger);
+    assert_agrees(&a, &[("K".into(), first), ("K2".into(), other)], &ledger);
+    s.stop().await;
+}
+
+/// A commit that fails after the gateway authorised releases the key and voids the
+/// authorisation; the retry gets a fresh one, which its debit captures.
+#[tokio::test]
+async fn a_failed_commit_voids_the_authorisation_and_the_retry_gets_a_fresh_one() {
+    let s = start_default().await;
+    let (a, b) = (s.user("A", 1_000).await, s.user("B", 0).await);
+    let body = transfer_body(&b.id, 300);
+    s.faults(json!({"fail_commit_rate": 1.0})).await;
+    let failed = s.transfer(&a.token, Some("K"), &body).await;
+    assert_eq!(failed.status, 500, "{:?}", failed.json());
+    let stats = s.get("/v1/test/stats", None).await.json();
+    assert_eq!(stats["keys_in_progress"], 0, "released: {stats}");
+    assert_gateway_settled(&stats, &s.ledger().await);
+    s.faults(json!({"fail_commit_rate": 0.0})).await;
+    let retry = s.transfer(&a.token, Some("K"), &body).await;
+    assert_eq!(retry.status, 201, "{:?}", retry.json());
+    let stats = s.settle().await;
+    let ledger = s.ledger().await;
+    assert_eq!(
+        (&stats["gateway_authorizations"], &stats["gateway_voids"]),
+        (&json!(2), &json!(1)),
+        "{stats}"
+    );
+    assert_gateway_settled(&stats, &ledger);
+    assert_agrees(&a, &[("K".into(), failed), ("K".into(), retry)], &ledger);
+    s.stop().await;
 }
 
 /// A key reused with another body after its row expired, the process killed after the
@@ -409,6 +488,17 @@ async fn a_reused_key_killed_after_the_gateway_is_not_completed_with_the_old_deb
         (again.status, again.replayed()),
         (201, true),
         "the old body still replays"
+    );
+    // The old body's authorisation was captured and has expired with its window; each one
+    // taken since is voided, since no outcome after the expiry moved money.
+    let stats = s.get_json("/v1/test/stats", None).await;
+    assert_eq!(
+        stats["gateway_authorizations"].as_i64(),
+        Some(
+            stats["gateway_captures"].as_i64().unwrap_or(0)
+                + stats["gateway_voids"].as_i64().unwrap_or(0)
+        ),
+        "{stats}"
     );
 }
 
@@ -486,8 +576,10 @@ async fn random_run(steps: Vec<Step>) {
         ));
         answers.push((key.clone(), lookup(&s, &a, key).await));
     }
-    s.settle().await;
-    assert_agrees(&a, &answers, &s.ledger().await);
+    let stats = s.settle().await;
+    let ledger = s.ledger().await;
+    assert_agrees(&a, &answers, &ledger);
+    assert_gateway_settled(&stats, &ledger);
     s.stop().await;
 }
 

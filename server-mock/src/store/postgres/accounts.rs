@@ -208,8 +208,12 @@ pub(super) async fn stats(store: &PgStore) -> Result<Stats, DbError> {
             (SELECT COUNT(*) FROM ledger),
             (SELECT COUNT(*) FROM sms),
             (SELECT COUNT(*) FROM ledger WHERE kind = 'credit'),
-            (SELECT COUNT(*) FROM gateway_authorizations),
-            (SELECT COALESCE(SUM(calls), 0)::BIGINT FROM gateway_authorizations)",
+            (SELECT COUNT(*) FROM gateway_authorizations)
+                + (SELECT COUNT(*) FROM gateway_voids),
+            (SELECT COALESCE(SUM(calls), 0)::BIGINT FROM gateway_authorizations)
+                + (SELECT COALESCE(SUM(calls), 0)::BIGINT FROM gateway_voids),
+            (SELECT COUNT(*) FROM gateway_authorizations WHERE captured_at_ms IS NOT NULL),
+            (SELECT COUNT(*) FROM gateway_voids)",
         &[],
     )
     .await?
@@ -223,6 +227,8 @@ pub(super) async fn stats(store: &PgStore) -> Result<Stats, DbError> {
         credits: row.get(5),
         gateway_authorizations: row.get(6),
         gateway_calls: row.get(7),
+        gateway_captures: row.get(8),
+        gateway_voids: row.get(9),
     })
 }
 

@@ -7,9 +7,10 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use super::keys::{complete, hold, release, HOLD};
+use super::keys::{complete, hold, release, settle, HOLD};
 use super::{in_transaction, is_conflict, opt, retrying, sqlstate, PgStore};
 use crate::db::DbError;
+use crate::gateway::Settle;
 use crate::ledger::TransferRecord;
 use crate::problem::Problem;
 use crate::transfer::{self, Answer, Authorised, Rules};
@@ -332,23 +333,31 @@ async fn decide<C: GenericClient>(
     let fence = async { Ok::<_, DbError>(!rules.fenced || hold(tx, user, key, lock_id).await?) };
     let ((), held, pos) =
         tokio::try_join!(open, fence, position(tx, user, &record.to_user_id, key))?;
+    // Every outcome below voids the key's authorisation (keys::settle), but the debit, whose
+    // statement captures it, and a release for the retry, which will use it.
+    let now = record.created_at_ms;
     if !held {
         tracing::warn!(key, "lock lost before the debit: nothing moved");
+        // A late authorisation of a key another request decided (see `gateway::Settle`).
+        settle(tx, user, key, now, Settle::IfDecided).await?;
         return Ok(Decision::Answer(Problem::key_in_use().into()));
     }
     if pos.debited {
         if let Some(answer) = guard(tx, user, key, lock_id, hash).await? {
+            settle(tx, user, key, now, Settle::UnlessHeld).await?;
             return Ok(Decision::Answer(answer));
         }
     }
     if pos.balance < record.amount_minor {
         let problem = transfer::insufficient_funds(pos.balance, record.amount_minor);
         complete(tx, user, key, lock_id, 402, &problem.body_bytes()).await?;
+        settle(tx, user, key, now, Settle::UnlessHeld).await?;
         return Ok(Decision::Answer(problem.into()));
     }
     if transfer::recipient_full(pos.recipient, record.amount_minor, rules.max_balance) {
         let problem = transfer::recipient_balance_limit();
         complete(tx, user, key, lock_id, 422, &problem.body_bytes()).await?;
+        settle(tx, user, key, now, Settle::UnlessHeld).await?;
         return Ok(Decision::Answer(problem.into()));
     }
     if rules.authorised == Authorised::No {
@@ -359,11 +368,16 @@ async fn decide<C: GenericClient>(
     Ok(Decision::Debit)
 }
 
-/// What follows the `debit` CTE in both debit statements: the outbox event and the
-/// completed key, only if the debit was inserted; the statement returns how many were.
+/// What follows the `debit` CTE in both debit statements: the gateway's authorisation
+/// captured, the outbox event and the completed key, only if the debit was inserted; the
+/// statement returns how many were.
 macro_rules! after_debit {
     () => {
         "
+         captured AS (
+             UPDATE gateway_authorizations SET captured_at_ms = $9
+             WHERE user_id = $1 AND idem_key = $4 AND captured_at_ms IS NULL
+               AND EXISTS (SELECT 1 FROM debit)),
          event AS (
              INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
              SELECT 'TransferDone', $3, $10, $9 FROM debit),

@@ -26,7 +26,7 @@ const GATEWAY: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'o
          (user_id, idem_key, authorization_id, calls, created_at_ms)
      SELECT $1, $2, $3, 1, $4 FROM async";
 
-/// The fence and the debit as one: debit and event only if the completion found the key
+/// The fence and the debit as one: debit, capture and event only if the completion found the key
 /// still `IN_PROGRESS` under our lock and the sender's balance, its row locked first,
 /// covers the amount. (Balance row before key row: the cheaper order, which a floor with
 /// no reaper to deadlock with may take.)
@@ -41,7 +41,10 @@ const DEBIT: &str = "WITH sender AS (
      debit AS (
          INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
                              counterparty, currency, note, created_at_ms)
-         SELECT $1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9 FROM done)
+         SELECT $1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9 FROM done),
+     captured AS (
+         UPDATE gateway_authorizations SET captured_at_ms = $9
+         WHERE user_id = $1 AND idem_key = $4 AND EXISTS (SELECT 1 FROM done))
      INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
      SELECT 'TransferDone', $3, $10, $9 FROM done RETURNING event_id";
 

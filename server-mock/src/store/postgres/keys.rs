@@ -8,7 +8,7 @@ use tokio_postgres::error::SqlState;
 use super::commit::{commit_in, debit_by_key};
 use super::{exec, in_transaction, opt, partitions, retrying, rows, sqlstate, PgStore};
 use crate::db::DbError;
-use crate::gateway::Authorization;
+use crate::gateway::{Authorization, Settle};
 use crate::idempotency::{Claim, Existing, KeyRow};
 use crate::reaper::{Resolved, Stuck};
 use crate::store::{Instance, Lookup, NewClaim};
@@ -263,11 +263,14 @@ pub(super) async fn close_unexecuted(
                     &[&user_id, &key, &now_ms, &bucket, &body],
                 )
                 .await?;
-                Err(if inserted == 1 {
+                let closed = if inserted == 1 {
                     None
                 } else {
                     read(&tx, &user_id, &key).await?
-                })
+                };
+                // "Not executed" is final: an authorisation a lost request left is voided.
+                settle(&tx, &user_id, &key, now_ms, Settle::UnlessHeld).await?;
+                Err(closed)
             }
         })
     };
@@ -324,13 +327,17 @@ pub(super) async fn resolve_in(
     }
     if let Some((record, stored_hash)) = debit_by_key(tx, &s.user, &s.key).await? {
         // Only the request the debit was made for is completed by it (see reaper::resolve).
+        // Either way, an authorisation this holder took after that debit is not used.
         if stored_hash != s.hash {
             release(tx, &s.user, &s.key, &s.lock_id).await?;
+            settle(tx, &s.user, &s.key, now_ms, Settle::UnlessHeld).await?;
             return Ok(Resolved::Released);
         }
         complete(tx, &s.user, &s.key, &s.lock_id, 201, &record.to_json()).await?;
+        settle(tx, &s.user, &s.key, now_ms, Settle::UnlessHeld).await?;
         return Ok(Resolved::Completed);
     }
+    // Voided authorisations are moved out of this table: any row here is live.
     let authorised = opt(
         tx,
         "SELECT 1 FROM gateway_authorizations WHERE user_id = $1 AND idem_key = $2",
@@ -355,11 +362,108 @@ pub(super) async fn resolve_in(
     }
 }
 
-/// Forgets gateway records older than `before_ms` (they need only outlive the window).
-pub(super) async fn expire_gateway<C: GenericClient>(c: &C, before_ms: i64) -> Result<(), DbError> {
+/// Voids the key's uncaptured authorisation when `when` says the key's outcome does not
+/// use it (the rule of `gateway::settle`), inside the caller's transaction. Under the key
+/// lock, as a claim: a claim committed before it is seen `IN_PROGRESS` and keeps its
+/// authorisation; one after it finds no live authorisation and gets a fresh one — never
+/// one voided under it.
+pub(super) async fn settle<C: GenericClient>(
+    tx: &C,
+    user_id: &str,
+    key: &str,
+    now_ms: i64,
+    when: Settle,
+) -> Result<(), DbError> {
+    exec(tx, KEY_LOCK, &[&user_id, &key]).await?;
+    let sql = match when {
+        Settle::UnlessHeld => VOID_UNLESS_HELD,
+        Settle::IfDecided => VOID_IF_DECIDED,
+    };
+    exec(tx, sql, &[&user_id, &key, &now_ms]).await?;
+    Ok(())
+}
+
+/// Moves the key's uncaptured authorisation to the voids, if the key is not held.
+const VOID_UNLESS_HELD: &str = concat!(
+    "WITH voided AS (
+         DELETE FROM gateway_authorizations
+         WHERE user_id = $1 AND idem_key = $2 AND captured_at_ms IS NULL
+           AND NOT EXISTS (SELECT 1 FROM idempotency_keys
+                           WHERE user_id = $1 AND idem_key = $2 AND state = 'in_progress')",
+    void_into!()
+);
+
+/// Moves the key's uncaptured authorisation to the voids, if the key has its outcome.
+const VOID_IF_DECIDED: &str = concat!(
+    "WITH voided AS (
+         DELETE FROM gateway_authorizations
+         WHERE user_id = $1 AND idem_key = $2 AND captured_at_ms IS NULL
+           AND NOT EXISTS (SELECT 1 FROM idempotency_keys
+                           WHERE user_id = $1 AND idem_key = $2 AND state = 'in_progress')
+           AND EXISTS (SELECT 1 FROM idempotency_keys
+                       WHERE user_id = $1 AND idem_key = $2 AND state = 'completed')",
+    void_into!()
+);
+
+/// The end of both void statements: the deleted rows inserted into the voids.
+macro_rules! void_into {
+    () => {
+        "
+         RETURNING authorization_id, user_id, idem_key, calls, created_at_ms)
+         INSERT INTO gateway_voids
+             (authorization_id, user_id, idem_key, calls, created_at_ms, voided_at_ms)
+         SELECT authorization_id, user_id, idem_key, calls, created_at_ms, $3 FROM voided
+         ON CONFLICT (authorization_id) DO NOTHING"
+    };
+}
+use void_into;
+
+/// Releases a key we hold after a failed commit and voids its authorisation, in one
+/// transaction (the pipeline's error path).
+pub(super) async fn release_unused(
+    store: &PgStore,
+    user_id: String,
+    key: String,
+    lock_id: String,
+    now_ms: i64,
+) -> Result<(), DbError> {
+    in_transaction!(store, |tx| {
+        release(&tx, &user_id, &key, &lock_id).await?;
+        settle(&tx, &user_id, &key, now_ms, Settle::UnlessHeld).await?;
+    })
+}
+
+/// Forgets gateway records older than `before_ms` (they need only outlive the window); an
+/// authorisation never captured by then is voided first, never just forgotten, and voids
+/// are forgotten a window after they were made.
+pub(super) async fn expire_gateway<C: GenericClient>(
+    c: &C,
+    before_ms: i64,
+    now_ms: i64,
+) -> Result<(), DbError> {
     exec(
         c,
-        "DELETE FROM gateway_authorizations WHERE created_at_ms < $1",
+        "WITH voided AS (
+             DELETE FROM gateway_authorizations
+             WHERE created_at_ms < $1 AND captured_at_ms IS NULL
+             RETURNING authorization_id, user_id, idem_key, calls, created_at_ms)
+         INSERT INTO gateway_voids
+             (authorization_id, user_id, idem_key, calls, created_at_ms, voided_at_ms)
+         SELECT authorization_id, user_id, idem_key, calls, created_at_ms, $2 FROM voided
+         ON CONFLICT (authorization_id) DO NOTHING",
+        &[&before_ms, &now_ms],
+    )
+    .await?;
+    exec(
+        c,
+        "DELETE FROM gateway_authorizations
+         WHERE created_at_ms < $1 AND captured_at_ms IS NOT NULL",
+        &[&before_ms],
+    )
+    .await?;
+    exec(
+        c,
+        "DELETE FROM gateway_voids WHERE voided_at_ms < $1",
         &[&before_ms],
     )
     .await?;

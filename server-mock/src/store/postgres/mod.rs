@@ -297,10 +297,8 @@ impl Store for PgStore {
         Box::pin(async move { commit::commit(self, &record, &hash, &lock_id, rules).await })
     }
 
-    fn release(&self, user_id: String, key: String, lock_id: String) -> Fut<'_, ()> {
-        Box::pin(
-            async move { keys::release(&self.client().await?, &user_id, &key, &lock_id).await },
-        )
+    fn release(&self, user_id: String, key: String, lock_id: String, now_ms: i64) -> Fut<'_, ()> {
+        Box::pin(keys::release_unused(self, user_id, key, lock_id, now_ms))
     }
 
     fn lookup(&self, user_id: String, key: String) -> Fut<'_, Lookup> {
@@ -376,7 +374,7 @@ impl Store for PgStore {
         Box::pin(async move {
             partitions::ensure_ahead(&self.pool, now_ms, key_window_ms).await?;
             let expired = partitions::expire(&self.pool, now_ms, key_window_ms).await?;
-            keys::expire_gateway(&self.client().await?, now_ms - key_window_ms).await?;
+            keys::expire_gateway(&self.client().await?, now_ms - key_window_ms, now_ms).await?;
             Ok(expired)
         })
     }

@@ -98,9 +98,23 @@ CREATE TABLE IF NOT EXISTS gateway_authorizations (
     authorization_id TEXT NOT NULL,
     calls            BIGINT NOT NULL,
     created_at_ms    BIGINT NOT NULL,
+    -- Set by the debit's statement (commit.rs): the funds it held moved.
+    captured_at_ms   BIGINT,
     PRIMARY KEY (user_id, idem_key)
 );
 CREATE INDEX IF NOT EXISTS gateway_authorizations_age ON gateway_authorizations (created_at_ms);
+
+-- Authorisations voided (the key's outcome did not use them), moved out of
+-- gateway_authorizations by the transaction that decided it, once each (keys.rs `settle`).
+CREATE TABLE IF NOT EXISTS gateway_voids (
+    authorization_id TEXT PRIMARY KEY,
+    user_id          TEXT NOT NULL,
+    idem_key         TEXT NOT NULL,
+    calls            BIGINT NOT NULL,
+    created_at_ms    BIGINT NOT NULL,
+    voided_at_ms     BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS gateway_voids_age ON gateway_voids (voided_at_ms);
 
 CREATE TABLE IF NOT EXISTS ledger (
     entry_id      BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -120,6 +134,20 @@ CREATE UNIQUE INDEX IF NOT EXISTS ledger_one_debit_per_key
     ON ledger (user_id, idem_key) WHERE kind = 'debit';
 CREATE INDEX IF NOT EXISTS ledger_user ON ledger (user_id);
 CREATE INDEX IF NOT EXISTS ledger_transfer ON ledger (transfer_id);
+
+-- A gateway table made before captures were recorded: add the column, and mark captured
+-- every authorisation whose key has a debit (it was captured when that debit committed).
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns
+                   WHERE table_schema = current_schema()
+                     AND table_name = 'gateway_authorizations'
+                     AND column_name = 'captured_at_ms') THEN
+        ALTER TABLE gateway_authorizations ADD COLUMN captured_at_ms BIGINT;
+        UPDATE gateway_authorizations g SET captured_at_ms = g.created_at_ms
+        WHERE EXISTS (SELECT 1 FROM ledger l WHERE l.kind = 'debit'
+                        AND l.user_id = g.user_id AND l.idem_key = g.idem_key);
+    END IF;
+END $$;
 
 -- Balance cache: the sum of the user's ledger, kept by a trigger in the same transaction
 -- as every entry (the ledger is insert-only). Its row is also the lock that serialises
