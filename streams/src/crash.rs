@@ -11,6 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const RELAY_AFTER_ACK: &str = "relay-after-ack";
 /// The fraud check sent its SMS (local commit) and has not committed its Kafka transaction.
 pub const FRAUD_AFTER_SMS: &str = "fraud-after-sms";
+/// The fraud check holds the first message of a batch and will poll for more (a
+/// rebalance served by those polls lands in the middle of the batch).
+pub const FRAUD_MID_BATCH: &str = "fraud-mid-batch";
 /// The wallet committed its credit and has not committed its offset.
 pub const WALLET_AFTER_DB: &str = "wallet-after-db";
 /// The SMS consumer committed its SMS and has not committed its offset.

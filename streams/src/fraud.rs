@@ -130,6 +130,9 @@ fn poll_batch(consumer: &BaseConsumer) -> Vec<Input> {
                 offset: msg.offset(),
             }),
         }
+        if batch.len() == 1 {
+            crate::crash::point(crate::crash::FRAUD_MID_BATCH);
+        }
         wait = Duration::from_millis(5);
     }
     batch

@@ -3,6 +3,9 @@
 //! `scripts/test-all kafka` starts the broker, builds, runs them and stops the broker.
 
 mod api;
+mod durability;
+mod fraud_slots;
+mod horizon;
 mod kill_points;
 mod procs;
 mod producer;

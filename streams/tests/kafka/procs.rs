@@ -141,6 +141,34 @@ impl Proc {
         }
     }
 
+    /// Waits at most `limit` for it to exit by itself; its exit code, or `Err` with its
+    /// stderr when it is still running (it is killed then, when dropped).
+    pub fn exit_within(mut self, limit: Duration) -> Result<Option<i32>, String> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Ok(status.code());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(format!(
+            "{} still running after {limit:?}; stderr:\n{}",
+            self.bin.name(),
+            self.stderr_text()
+        ))
+    }
+
+    /// Freezes (`SIGSTOP`: every thread, heartbeats included, as a VM pause would) or
+    /// thaws (`SIGCONT`) the process.
+    pub fn signal(&self, signal: &str) {
+        let ok = Command::new("kill")
+            .args([format!("-{signal}"), self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{signal} {}", self.child.id());
+    }
+
     /// Everything it wrote on stderr so far.
     pub fn stderr_text(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()

@@ -299,3 +299,78 @@ pub async fn wait_caught_up(url: &str, group: &str, topic: &str) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Creates `topic` (base name) with these settings only (the broker's defaults for the
+/// rest, `segment.ms` included), before [`Broker::ensure_topics`] would create it.
+pub async fn create_topic(url: &str, topic: &str, configs: &[(&str, &str)]) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let b = broker(url);
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> = b.client().create().unwrap();
+    let name = b.name(topic);
+    let mut new = NewTopic::new(
+        &name,
+        sendonce_streams::broker::PARTITIONS,
+        TopicReplication::Fixed(1),
+    );
+    for (k, v) in configs {
+        new = new.set(k, v);
+    }
+    let results = admin
+        .create_topics(&[new], &AdminOptions::new())
+        .await
+        .unwrap();
+    for r in results {
+        r.unwrap_or_else(|(t, e)| panic!("create {t}: {e}"));
+    }
+}
+
+/// `n` transfers of `amount` from `n` payers (so they spread over the partitions), event
+/// ids from `first`.
+pub fn spread_envelopes(first: i64, n: usize, amount: i64) -> Vec<Envelope> {
+    let mut out = envelopes(first, n, "usr_payee", amount);
+    for (i, e) in out.iter_mut().enumerate() {
+        e.transfer.from_user_id = format!("usr_payer{i}");
+    }
+    out
+}
+
+/// The state of `group` (base name) as its coordinator reports it (`Stable`,
+/// `PreparingRebalance`, `Empty`, …).
+pub fn group_state(url: &str, group: &str) -> String {
+    let b = broker(url);
+    let client: rdkafka::consumer::BaseConsumer = b.client().create().unwrap();
+    let name = b.name(group);
+    let list = client
+        .fetch_group_list(Some(&name), Duration::from_secs(10))
+        .unwrap();
+    list.groups()
+        .iter()
+        .find(|g| g.name() == name)
+        .map(|g| g.state().to_string())
+        .unwrap_or_default()
+}
+
+/// Rows of every `sms` table in the SQLite databases of `dir` whose text matches
+/// `like` (the large-transfer SMS, wherever a process records them).
+pub fn sms_everywhere(dir: &Path, like: &str) -> i64 {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "db") {
+            continue;
+        }
+        let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let has_sms = count(
+            &conn,
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'sms'",
+        ) == 1;
+        if has_sms {
+            n += conn
+                .query_row("SELECT COUNT(*) FROM sms WHERE text LIKE ?1", [like], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .unwrap();
+        }
+    }
+    n
+}

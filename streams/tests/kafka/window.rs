@@ -12,7 +12,7 @@ use crate::support::{
 
 const EVENTS: usize = 10;
 
-fn wallet(dir: &Path, url: &str, window: &str, extra: &[&str]) -> Proc {
+pub fn wallet(dir: &Path, url: &str, window: &str, extra: &[&str]) -> Proc {
     let mut args: Vec<String> = ["--broker", url, "--db"].map(String::from).to_vec();
     args.push(dir.join("wallet.db").to_string_lossy().into_owned());
     args.extend(["--inbox-window".to_string(), window.to_string()]);
