@@ -99,6 +99,9 @@ async fn a_rebalance_in_the_middle_of_a_batch_approves_each_transfer_once() {
         assert!(Instant::now() < deadline, "slot 1 never joined");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Slot 0 learns of it from its next heartbeat (every second): its revocation then
+    // waits in its queue behind the messages it has fetched.
+    tokio::time::sleep(Duration::from_secs(2)).await;
     f0.resume();
     wait_caught_up(&url, "fraud-check", DONE).await;
     f0.kill();
