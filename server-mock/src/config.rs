@@ -30,6 +30,9 @@ pub struct ServerConfig {
     pub max_balance_minor: i64,
     /// Where the relay publishes outbox events (`--broker`).
     pub broker: crate::relay::Destination,
+    /// The single-broker development setup (`--kafka-single-broker-dev`): relay to topics
+    /// with one replica, whose acks a lost broker can take back. Off, the relay refuses them.
+    pub kafka_single_broker_dev: bool,
     /// Test-only builds: the debit transaction skips the lock check (the fence), so tests
     /// and rides can show the double payments it prevents. Never in a shipped binary.
     #[cfg(feature = "unfenced")]
@@ -56,6 +59,7 @@ impl Default for ServerConfig {
             // 10^17 minor units: 10^5 x the largest test deposit, 10^-2 x i64::MAX.
             max_balance_minor: 100_000_000_000_000_000,
             broker: crate::relay::Destination::InProcess,
+            kafka_single_broker_dev: false,
             #[cfg(feature = "unfenced")]
             unfenced: false,
             simulated_start_ms: None,

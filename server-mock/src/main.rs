@@ -61,6 +61,10 @@ struct Args {
     /// Where the relay publishes outbox events: kafka://HOST:PORT[/NAMESPACE], or in-process.
     #[arg(long, default_value = "in-process", value_parser = server_mock::relay::Destination::parse)]
     broker: server_mock::relay::Destination,
+    /// Relay to a single-broker development setup: topics with one replica or
+    /// min.insync.replicas 1 (refused without this: an ack there is one copy).
+    #[arg(long)]
+    kafka_single_broker_dev: bool,
     /// Test-only builds (feature `unfenced`): move money even when the key's lock was lost.
     #[arg(long, hide = true)]
     unsafe_no_fence: bool,
@@ -108,6 +112,7 @@ async fn main() -> ExitCode {
             keys_per_hour: args.keys_per_hour,
         },
         broker: args.broker,
+        kafka_single_broker_dev: args.kafka_single_broker_dev,
         ..ServerConfig::default()
     };
     let config = match args.unsafe_no_fence {

@@ -45,6 +45,9 @@ pub struct ServeArgs {
     /// The relay publishes to this Kafka broker (`ride --broker`).
     #[arg(long)]
     pub broker: Option<String>,
+    /// The broker is the single-broker development setup (`ride --kafka-single-broker-dev`).
+    #[arg(long)]
+    pub kafka_single_broker_dev: bool,
 }
 
 /// `ride` options.
@@ -101,6 +104,10 @@ pub struct RideArgs {
     /// processes, killed now and then and replayed from offset 0 once mid-ride.
     #[arg(long)]
     pub broker: Option<String>,
+    /// The broker is the single-broker development setup (scripts/kafka): the relay may
+    /// publish to topics with one replica, which it refuses otherwise.
+    #[arg(long)]
+    pub kafka_single_broker_dev: bool,
     /// DEBUG: break the SDK on purpose (a new idempotency key per retry); the checker must fail.
     #[arg(long)]
     pub new_key_per_retry: bool,
@@ -167,6 +174,7 @@ impl RideArgs {
                 unfenced: self.unsafe_no_fence,
                 postgres: self.db.clone(),
                 instances: usize::from(self.instances),
+                kafka_single_broker_dev: self.kafka_single_broker_dev,
             },
             real_time: self.real_time,
             timeline: self.timeline.clone(),

@@ -37,6 +37,7 @@ fn main() -> ExitCode {
                 lock,
                 a.unsafe_no_fence,
                 a.broker,
+                a.kafka_single_broker_dev,
             )) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -33,6 +33,9 @@ pub struct ServerFaults {
     pub postgres: Option<String>,
     /// Server instances on that database, behind a round-robin balancer (see `backend::balanced`).
     pub instances: usize,
+    /// The broker is the single-broker development setup: the relay may publish to topics
+    /// with one replica (server-mock's `--kafka-single-broker-dev`).
+    pub kafka_single_broker_dev: bool,
 }
 
 /// How often the ride rolls for a server kill or clock jump.
@@ -58,6 +61,7 @@ impl ServerFaults {
             db: db.display().to_string(),
             lock_timeout: self.lock_timeout(),
             broker: broker.map_or(Destination::InProcess, |b| Destination::Kafka(b.into())),
+            kafka_single_broker_dev: self.kafka_single_broker_dev,
             ..ServerConfig::default()
         };
         if self.unfenced {
@@ -91,11 +95,13 @@ pub async fn serve(
     lock_timeout: Duration,
     unfenced: bool,
     broker: Option<String>,
+    kafka_single_broker_dev: bool,
 ) -> Result<()> {
     let mut config = ServerConfig {
         db,
         lock_timeout,
         broker: broker.map_or(Destination::InProcess, Destination::Kafka),
+        kafka_single_broker_dev,
         ..ServerConfig::default()
     };
     if unfenced {

@@ -21,6 +21,7 @@ fn a_ride_through_kafka_keeps_every_invariant() {
             "0.1",
             "--broker",
             &url,
+            "--kafka-single-broker-dev",
         ],
         &[("RUST_LOG", "sendonce_sim=info")],
     );

@@ -1,12 +1,9 @@
 //! The broker connection: `kafka://HOST:PORT` addresses, client settings, topics, and the
-//! admin calls the processes and the tests need (retention, group reset, lag).
+//! admin calls the processes and the tests need (group reset, lag; topics: `topics`).
 
 use std::time::Duration;
 
-use rdkafka::admin::{
-    AdminClient, AdminOptions, NewTopic, OwnedResourceSpecifier, ResourceSpecifier,
-    TopicReplication,
-};
+use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
@@ -15,10 +12,8 @@ use rdkafka::{Offset, TopicPartitionList};
 
 /// Partitions of each topic (events of one payer stay in one of them).
 pub const PARTITIONS: i32 = 3;
-/// Retention of the topics this crate creates: the seed's seven days.
-pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How long an admin or metadata call may take.
-const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Errors talking to the broker.
 #[derive(Debug, thiserror::Error)]
@@ -130,63 +125,8 @@ impl Broker {
             .create_with_context(QuietEof)?)
     }
 
-    fn admin(&self) -> Result<AdminClient<DefaultClientContext>, BrokerError> {
+    pub(crate) fn admin(&self) -> Result<AdminClient<DefaultClientContext>, BrokerError> {
         Ok(self.client().create()?)
-    }
-
-    /// Creates the topics that do not exist yet (with [`RETENTION`]).
-    pub fn ensure_topics(&self) -> Result<(), BrokerError> {
-        let admin = self.admin()?;
-        let retention = RETENTION.as_millis().to_string();
-        let names: Vec<String> = crate::event::TOPICS.iter().map(|t| self.name(t)).collect();
-        let topics: Vec<NewTopic> = names
-            .iter()
-            .map(|t| {
-                NewTopic::new(t, PARTITIONS, TopicReplication::Fixed(1))
-                    .set("retention.ms", &retention)
-            })
-            .collect();
-        let results = block_on(admin.create_topics(&topics, &admin_options()))?;
-        for result in results {
-            match result {
-                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-                Err((topic, code)) => {
-                    return Err(BrokerError::Topic {
-                        topic,
-                        why: code.to_string(),
-                    })
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// `topic`'s (a full name) `retention.ms` as the broker has it; `None` means kept forever.
-    pub fn retention(&self, topic: &str) -> Result<Option<Duration>, BrokerError> {
-        let admin = self.admin()?;
-        let specs = [ResourceSpecifier::Topic(topic)];
-        let results = block_on(admin.describe_configs(&specs, &admin_options()))?;
-        let err = |why: String| BrokerError::Topic {
-            topic: topic.to_string(),
-            why,
-        };
-        let resource = results
-            .into_iter()
-            .next()
-            .ok_or_else(|| err("no answer".into()))?
-            .map_err(|e| err(e.to_string()))?;
-        debug_assert_eq!(
-            resource.specifier,
-            OwnedResourceSpecifier::Topic(topic.into())
-        );
-        let value = resource
-            .get("retention.ms")
-            .and_then(|e| e.value.clone())
-            .ok_or_else(|| err("no retention.ms".into()))?;
-        let ms: i64 = value
-            .parse()
-            .map_err(|_| err(format!("retention.ms {value:?}")))?;
-        Ok(u64::try_from(ms).ok().map(Duration::from_millis))
     }
 
     /// Deletes a (stopped) consumer group's (full name) offsets: its next start reads every topic from
@@ -295,13 +235,13 @@ impl Isolation {
     }
 }
 
-fn admin_options() -> AdminOptions {
+pub(crate) fn admin_options() -> AdminOptions {
     AdminOptions::new().operation_timeout(Some(ADMIN_TIMEOUT))
 }
 
 /// Runs one admin future to completion on a thread of its own, so callers may be
 /// synchronous processes or async tasks alike.
-fn block_on<F>(f: F) -> F::Output
+pub(crate) fn block_on<F>(f: F) -> F::Output
 where
     F: std::future::Future + Send,
     F::Output: Send,

@@ -1,4 +1,4 @@
-//! What the three consumer binaries share: logging, the database and clock flags, and
+//! What the three consumer binaries share: logging, the broker, database and clock flags, and
 //! exit codes (2: refused to start, 3: fenced, 1: any other failure).
 
 use std::path::PathBuf;
@@ -15,9 +15,6 @@ pub struct Common {
     /// The broker: kafka://HOST:PORT[/NAMESPACE].
     #[arg(long)]
     pub broker: String,
-    /// This consumer's SQLite database file.
-    #[arg(long)]
-    pub db: PathBuf,
     /// Test-only: the clock runs this far ahead (simulated days, e.g. 5d).
     #[arg(long, hide = true, value_parser = parse_duration)]
     pub clock_offset: Option<Duration>,
@@ -82,33 +79,41 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("too long: {s:?}"))
 }
 
+/// The inbox window by default: covers the topics this crate creates (7 days' retention
+/// + 1 hour's segments + the broker's 5-minute retention check), with a day to spare.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(8 * 86_400);
+
 /// Flags of a consumer with an inbox (`wallet`, `sms`).
 #[derive(clap::Parser, Debug)]
 pub struct Args {
     #[command(flatten)]
     pub common: Common,
-    /// How long the inbox remembers an event: at least the topic's retention, or forever.
-    #[arg(long, default_value = "7d", value_parser = parse_window)]
+    /// This consumer's SQLite database file.
+    #[arg(long)]
+    pub db: PathBuf,
+    /// How long the inbox remembers an event: at least what its topics can still deliver
+    /// (retention + segment time + the broker's retention check), or forever.
+    #[arg(long, default_value = "8d", value_parser = parse_window)]
     inbox_window: Window,
-    /// Test-only: start even when the inbox window is shorter than the topic's retention.
+    /// Test-only: start even when the inbox window is shorter than that.
     #[arg(long, hide = true)]
     unsafe_skip_window_check: bool,
 }
 
-/// Runs consumer `E` on `topic` with the command line's settings.
-pub fn consumer_main<E: Effect>(args: Args, topic: &str) -> ExitCode {
+/// Runs consumer `E` with the command line's settings.
+pub fn consumer_main<E: Effect>(args: Args) -> ExitCode {
     init_logging();
     let Ok(broker) = args.common.broker() else {
         return ExitCode::from(2);
     };
     let settings = consume::Settings {
         broker,
-        db: args.common.db.clone(),
+        db: args.db.clone(),
         inbox_window: args.inbox_window.0,
         skip_window_check: args.unsafe_skip_window_check,
         clock: args.common.clock(),
     };
-    match consume::run::<E>(&settings, topic) {
+    match consume::run::<E>(&settings) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e @ ConsumeError::Window(_)) => {
             eprintln!("{}: {e}", E::NAME);

@@ -1,6 +1,8 @@
 //! The loop of a consumer whose effect lives outside Kafka (wallet, SMS): for each
 //! message, the inbox insert and the effect in one local transaction, then the offset
-//! commit. A crash between the two redelivers the message; the inbox absorbs it.
+//! commit. A crash between the two redelivers the message; the inbox absorbs it, and
+//! what the inbox has forgotten (a replay older than its window) the effect's own
+//! uniqueness on the transfer absorbs.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -13,7 +15,8 @@ use rusqlite::{Connection, Transaction};
 
 use crate::broker::{Broker, BrokerError, Isolation};
 use crate::event::{header_event_id, Envelope};
-use crate::inbox::{self, Clock, InboxError, WindowTooShort};
+use crate::horizon::{Horizon, WindowTooShort};
+use crate::inbox::{self, Clock, InboxError};
 
 /// How often the inbox forgets events older than its window.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
@@ -22,12 +25,16 @@ const PRUNE_EVERY: Duration = Duration::from_secs(60);
 pub trait Effect {
     /// The consumer's name: its consumer group (in the broker's namespace).
     const NAME: &'static str;
+    /// The topics it reads (base names).
+    const TOPICS: &'static [&'static str];
     /// Where a test may kill it: after the local commit, before the offset commit.
     const CRASH_POINT: &'static str;
-    /// Tables the effect writes (run at every start, so `IF NOT EXISTS`).
+    /// Tables the effect writes (run at every start, so `IF NOT EXISTS`), each with a
+    /// uniqueness of its own on the transfer.
     const SCHEMA: &'static str;
-    /// Applies the event; the caller commits the transaction with the inbox row.
-    fn apply(tx: &Transaction<'_>, event: &Envelope, now_ms: i64) -> Result<(), InboxError>;
+    /// Applies the event unless its own guard finds the transfer's effect done already
+    /// (then returns false); the caller commits the transaction with the inbox row.
+    fn apply(tx: &Transaction<'_>, event: &Envelope, now_ms: i64) -> Result<bool, InboxError>;
 }
 
 /// How one consumer process runs.
@@ -39,7 +46,7 @@ pub struct Settings {
     pub db: PathBuf,
     /// How long the inbox remembers an event (`None`: forever).
     pub inbox_window: Option<Duration>,
-    /// Test-only: start even when the window is shorter than the topic's retention.
+    /// Test-only: start even when the window is shorter than what the topic can deliver.
     pub skip_window_check: bool,
     /// The clock (a test offsets it by simulated days).
     pub clock: Clock,
@@ -51,7 +58,7 @@ pub enum ConsumeError {
     /// The broker failed.
     #[error(transparent)]
     Broker(#[from] BrokerError),
-    /// The inbox window does not cover the retention.
+    /// The inbox window does not cover what the topic can still deliver.
     #[error(transparent)]
     Window(#[from] WindowTooShort),
     /// The local database failed.
@@ -65,10 +72,14 @@ impl From<KafkaError> for ConsumeError {
     }
 }
 
-/// Refuses an inbox that forgets events while `topic` (full name) still holds them.
+/// Refuses an inbox that forgets events while `topic` (full name) can still deliver
+/// them, as the broker's actual settings say.
 pub fn guard_window(settings: &Settings, topic: &str) -> Result<(), ConsumeError> {
-    let retention = settings.broker.retention(topic)?;
-    match inbox::check_window(settings.inbox_window, topic, retention) {
+    let horizon = Horizon::of(
+        &settings.broker.topic_config(topic)?,
+        &settings.broker.broker_config()?,
+    );
+    match horizon.check(settings.inbox_window) {
         Err(e) if settings.skip_window_check => {
             tracing::warn!(%e, "inbox window check skipped (test-only flag)");
             Ok(())
@@ -77,19 +88,22 @@ pub fn guard_window(settings: &Settings, topic: &str) -> Result<(), ConsumeError
     }
 }
 
-/// Consumes `topic` (base name) until the process is killed or an error stops it.
-pub fn run<E: Effect>(settings: &Settings, topic: &str) -> Result<(), ConsumeError> {
-    let topic = settings.broker.name(topic);
-    let span = tracing::info_span!("consumer", name = E::NAME, %topic);
+/// Consumes `E::TOPICS` until the process is killed or an error stops it.
+pub fn run<E: Effect>(settings: &Settings) -> Result<(), ConsumeError> {
+    let topics: Vec<String> = E::TOPICS.iter().map(|t| settings.broker.name(t)).collect();
+    let span = tracing::info_span!("consumer", name = E::NAME, topics = %topics.join(","));
     let _guard = span.enter();
     let mut conn = inbox::open(&settings.db, E::SCHEMA)?;
     settings.broker.ensure_topics()?;
-    guard_window(settings, &topic)?;
+    for topic in &topics {
+        guard_window(settings, topic)?;
+    }
     let consumer: BaseConsumer = settings
         .broker
         .consumer(&settings.broker.name(E::NAME), Isolation::ReadCommitted)
         .create()?;
-    consumer.subscribe(&[&topic])?;
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    consumer.subscribe(&names)?;
     let mut last_prune = None::<Instant>;
     loop {
         if last_prune.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
@@ -102,7 +116,7 @@ pub fn run<E: Effect>(settings: &Settings, topic: &str) -> Result<(), ConsumeErr
             Some(Ok(msg)) => {
                 handle::<E>(&mut conn, &msg, settings.clock.now_ms())?;
                 crate::crash::point(E::CRASH_POINT);
-                commit_position(&consumer)?;
+                commit_after(&consumer, &msg)?;
             }
         }
     }
@@ -139,8 +153,16 @@ fn handle<E: Effect>(
         );
     }
     let tx = conn.transaction().map_err(InboxError::from)?;
-    if inbox::claim(&tx, event.event_id, now_ms)? {
-        E::apply(&tx, &event, now_ms)?;
+    let transfer_id = event.transfer.transfer_id.as_str();
+    if inbox::claim(&tx, transfer_id, &event.kind, now_ms)? {
+        if !E::apply(&tx, &event, now_ms)? {
+            inbox::guard_absorbed(&tx)?;
+            tracing::info!(
+                event_id = event.event_id,
+                transfer_id,
+                "redelivery past the inbox window absorbed by the effect's guard"
+            );
+        }
     } else {
         tracing::debug!(
             event_id = event.event_id,
@@ -151,23 +173,14 @@ fn handle<E: Effect>(
     Ok(())
 }
 
-/// Where the consumer stands on each partition it has read: everything before it has had
-/// its effect (committed locally, or inside the caller's Kafka transaction).
-pub fn positions(consumer: &BaseConsumer) -> Result<TopicPartitionList, KafkaError> {
+/// Commits the offset after `msg`, on its own partition: exactly what was handled, even
+/// if a rebalance has changed the assignment since.
+fn commit_after(consumer: &BaseConsumer, msg: &BorrowedMessage<'_>) -> Result<(), KafkaError> {
     let mut done = TopicPartitionList::new();
-    for elem in consumer.position()?.elements() {
-        if let Offset::Offset(o) = elem.offset() {
-            done.add_partition_offset(elem.topic(), elem.partition(), Offset::Offset(o))?;
-        }
-    }
-    Ok(done)
-}
-
-/// Commits [`positions`].
-fn commit_position(consumer: &BaseConsumer) -> Result<(), KafkaError> {
-    let done = positions(consumer)?;
-    if done.count() > 0 {
-        consumer.commit(&done, CommitMode::Sync)?;
-    }
-    Ok(())
+    done.add_partition_offset(
+        msg.topic(),
+        msg.partition(),
+        Offset::Offset(msg.offset() + 1),
+    )?;
+    consumer.commit(&done, CommitMode::Sync)
 }

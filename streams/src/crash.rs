@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The relay has the broker's ack and has not marked the events published.
 pub const RELAY_AFTER_ACK: &str = "relay-after-ack";
-/// The fraud check sent its SMS (local commit) and has not committed its Kafka transaction.
-pub const FRAUD_AFTER_SMS: &str = "fraud-after-sms";
+/// The fraud check queued its outputs (the payer's SMS request included) and has not
+/// committed its Kafka transaction.
+pub const FRAUD_BEFORE_COMMIT: &str = "fraud-before-commit";
 /// The fraud check holds the first message of a batch and will poll for more (a
 /// rebalance served by those polls lands in the middle of the batch).
 pub const FRAUD_MID_BATCH: &str = "fraud-mid-batch";

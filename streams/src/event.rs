@@ -9,10 +9,16 @@ pub const DONE: &str = "transfers.done";
 pub const APPROVED: &str = "transfers.approved";
 /// Transfers the fraud check holds for review (no credit, no SMS).
 pub const FLAGGED: &str = "transfers.flagged";
+/// Large transfers, approved or flagged, whose payer the SMS consumer tells: the fraud
+/// check writes them in the Kafka transaction of its decision and sends nothing itself.
+pub const LARGE: &str = "transfers.large";
 /// Every topic, in the order events flow through them.
-pub const TOPICS: [&str; 3] = [DONE, APPROVED, FLAGGED];
-/// Header carrying the outbox event id (also in the payload), so a consumer can dedupe
-/// without parsing the body.
+pub const TOPICS: [&str; 4] = [DONE, APPROVED, FLAGGED, LARGE];
+/// The kind of the relay's events (and of the fraud check's decisions).
+pub const TRANSFER_DONE: &str = "TransferDone";
+/// The kind of the fraud check's events on [`LARGE`].
+pub const LARGE_TRANSFER: &str = "LargeTransfer";
+/// Header carrying the outbox event id (also in the payload), for tracing.
 pub const EVENT_ID_HEADER: &str = "event-id";
 
 /// The transfer as server-mock stores it in its outbox (fields the consumers use).
@@ -33,9 +39,10 @@ pub struct TransferDone {
 /// One message's payload: the outbox event id and the transfer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Envelope {
-    /// The outbox event id: the inbox key of every consumer.
+    /// The outbox event id (for tracing: ids can be reissued after a restore of the
+    /// server's database, so no consumer dedupes on it).
     pub event_id: i64,
-    /// Always `TransferDone` today.
+    /// [`TRANSFER_DONE`], or [`LARGE_TRANSFER`]; with the transfer id, the inbox key.
     pub kind: String,
     /// The transfer.
     pub transfer: TransferDone,
@@ -57,7 +64,7 @@ impl Envelope {
     pub fn from_outbox(event_id: i64, payload: &str) -> Result<Self, EventError> {
         Ok(Self {
             event_id,
-            kind: "TransferDone".to_string(),
+            kind: TRANSFER_DONE.to_string(),
             transfer: serde_json::from_str(payload)?,
         })
     }

@@ -1,21 +1,27 @@
 //! The fraud check: reads `transfers.done`, writes each event to `transfers.approved` or
-//! `transfers.flagged`, and commits its input offsets in the same Kafka transaction
-//! (stable `transactional.id`: a restarted instance fences its zombie). Its "large
-//! transfer" SMS is outside Kafka, so it is made idempotent here, by its own inbox.
+//! `transfers.flagged` (and, when large, to `transfers.large` for the payer's SMS), and
+//! commits its input offsets in the same Kafka transaction (stable `transactional.id`: a
+//! restarted instance fences its zombie; the group's generation fences a slot that lost
+//! its partitions while paused).
+//!
+//! It has no effect outside Kafka: the "large transfer" SMS is sent by the SMS consumer,
+//! whose database remembers it, so two slots (each its own process and host) cannot both
+//! send it, and nothing here grows with the events handled.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::util::Timeout;
-use rusqlite::Connection;
+use rdkafka::{Offset, TopicPartitionList};
 
 use crate::broker::{Broker, BrokerError, Isolation};
 use crate::event::{self, Envelope};
-use crate::inbox::{self, Clock, InboxError};
 
 /// Messages handled per Kafka transaction at most.
 const BATCH: usize = 200;
@@ -27,8 +33,6 @@ const TXN_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Settings {
     /// The broker and namespace.
     pub broker: Broker,
-    /// Its SQLite database (the SMS inbox and the sent SMS).
-    pub db: PathBuf,
     /// Stable across restarts: the restarted process fences the one it replaces.
     pub transactional_id: String,
     /// Transfers above this are flagged (held), the rest approved.
@@ -37,8 +41,6 @@ pub struct Settings {
     pub large_minor: i64,
     /// A member that stops polling this long leaves the group (a paused zombie does).
     pub max_poll_interval: Duration,
-    /// The clock.
-    pub clock: Clock,
 }
 
 /// Why the fraud check stopped.
@@ -50,9 +52,6 @@ pub enum FraudError {
     /// The broker failed; the open transaction was aborted, nothing of it is visible.
     #[error(transparent)]
     Broker(#[from] BrokerError),
-    /// The local database failed.
-    #[error(transparent)]
-    Inbox(#[from] InboxError),
 }
 
 impl From<KafkaError> for FraudError {
@@ -61,8 +60,24 @@ impl From<KafkaError> for FraudError {
     }
 }
 
-/// The SMS inbox: the send and its inbox row share one local transaction.
-const SCHEMA: &str = crate::sms::SCHEMA;
+/// Counts the rebalances the consumer's polls serve, so a batch knows it straddled one.
+#[derive(Default)]
+pub struct Rebalances(AtomicU64);
+
+impl Rebalances {
+    fn seen(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl ClientContext for Rebalances {}
+
+impl ConsumerContext for Rebalances {
+    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        tracing::info!(?rebalance, "rebalance");
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
 
 /// Runs until killed, fenced, or a transaction fails (crash-only: the open transaction
 /// is aborted and the process exits; the next start resumes from the committed offsets).
@@ -71,7 +86,6 @@ pub fn run(settings: &Settings) -> Result<(), FraudError> {
     let txn_id = broker.name(&settings.transactional_id);
     let span = tracing::info_span!("fraud_check", transactional_id = %txn_id);
     let _guard = span.enter();
-    let mut conn = inbox::open(&settings.db, SCHEMA)?;
     broker.ensure_topics()?;
     let producer: BaseProducer = broker
         .idempotent_producer()
@@ -81,10 +95,14 @@ pub fn run(settings: &Settings) -> Result<(), FraudError> {
     // Fences every earlier producer with this id and aborts its open transaction.
     producer.init_transactions(TXN_TIMEOUT)?;
     let interval = settings.max_poll_interval.as_millis().to_string();
-    let consumer: BaseConsumer = broker
+    let consumer: BaseConsumer<Rebalances> = broker
         .consumer(&broker.name("fraud-check"), Isolation::ReadCommitted)
         .set("max.poll.interval.ms", &interval)
-        .create()?;
+        // Eager rebalancing: a rebalance revokes every partition and the next assignment
+        // starts from the committed offsets, so a batch dropped at a rebalance is read
+        // again (a cooperative protocol would keep positions past the dropped messages).
+        .set("partition.assignment.strategy", "range,roundrobin")
+        .create_with_context(Rebalances::default())?;
     consumer.subscribe(&[&broker.name(event::DONE)])?;
     tracing::info!("fraud check running");
     loop {
@@ -92,7 +110,7 @@ pub fn run(settings: &Settings) -> Result<(), FraudError> {
         if batch.is_empty() {
             continue;
         }
-        if let Err(e) = transaction(settings, &mut conn, &producer, &consumer, &batch) {
+        if let Err(e) = transaction(settings, &producer, &consumer, &batch) {
             return Err(match e {
                 FraudError::Broker(BrokerError::Kafka(k)) if fenced(&k) => {
                     FraudError::Fenced(txn_id, k)
@@ -109,15 +127,30 @@ pub fn run(settings: &Settings) -> Result<(), FraudError> {
 /// One input message, detached from the consumer's buffer.
 struct Input {
     event: Option<Envelope>,
+    topic: String,
+    partition: i32,
     offset: i64,
 }
 
-/// Up to [`BATCH`] messages: waits for the first, then takes what is already there.
-fn poll_batch(consumer: &BaseConsumer) -> Vec<Input> {
+/// Up to [`BATCH`] messages: waits for the first, then takes what is already there. A
+/// rebalance served by one of these polls drops what the batch held before it: those
+/// messages were read under the old assignment, their partitions start again from the
+/// committed offsets (or belong to another member now), and committing outputs for them
+/// without their offsets is how approvals come twice.
+fn poll_batch(consumer: &BaseConsumer<Rebalances>) -> Vec<Input> {
     let mut batch = Vec::new();
     let mut wait = Duration::from_millis(200);
+    let mut generation = consumer.context().seen();
     while batch.len() < BATCH {
-        match consumer.poll(wait) {
+        let polled = consumer.poll(wait);
+        if consumer.context().seen() != generation {
+            if !batch.is_empty() {
+                tracing::info!(dropped = batch.len(), "rebalance in a batch: batch dropped");
+            }
+            batch.clear();
+            generation = consumer.context().seen();
+        }
+        match polled {
             None => break,
             Some(Err(e)) => {
                 tracing::warn!(%e, "poll failed");
@@ -127,6 +160,8 @@ fn poll_batch(consumer: &BaseConsumer) -> Vec<Input> {
                 event: Envelope::from_message(&msg)
                     .inspect_err(|e| tracing::error!(offset = msg.offset(), %e, "unreadable message skipped"))
                     .ok(),
+                topic: msg.topic().to_string(),
+                partition: msg.partition(),
                 offset: msg.offset(),
             }),
         }
@@ -138,28 +173,44 @@ fn poll_batch(consumer: &BaseConsumer) -> Vec<Input> {
     batch
 }
 
-/// Output records and input offsets in one Kafka transaction; the large-transfer SMS
-/// before it, each behind the local inbox.
+/// The offsets after the batch's messages, per partition: what the transaction consumed.
+fn consumed(batch: &[Input]) -> Result<TopicPartitionList, KafkaError> {
+    let mut next: BTreeMap<(&str, i32), i64> = BTreeMap::new();
+    for i in batch {
+        let at = next.entry((i.topic.as_str(), i.partition)).or_insert(0);
+        *at = (*at).max(i.offset + 1);
+    }
+    let mut tpl = TopicPartitionList::new();
+    for ((topic, partition), offset) in next {
+        tpl.add_partition_offset(topic, partition, Offset::Offset(offset))?;
+    }
+    Ok(tpl)
+}
+
+/// Output records and input offsets in one Kafka transaction.
 fn transaction(
     settings: &Settings,
-    conn: &mut Connection,
     producer: &BaseProducer,
-    consumer: &BaseConsumer,
+    consumer: &BaseConsumer<Rebalances>,
     batch: &[Input],
 ) -> Result<(), FraudError> {
     producer.begin_transaction()?;
     for event in batch.iter().filter_map(|i| i.event.as_ref()) {
-        if event.transfer.amount_minor >= settings.large_minor {
-            large_transfer_sms(conn, event, settings.clock.now_ms())?;
-        }
         let topic = match event.transfer.amount_minor > settings.flag_above_minor {
             true => event::FLAGGED,
             false => event::APPROVED,
         };
         send(producer, &settings.broker.name(topic), event)?;
+        if event.transfer.amount_minor >= settings.large_minor {
+            let large = Envelope {
+                kind: event::LARGE_TRANSFER.to_string(),
+                ..event.clone()
+            };
+            send(producer, &settings.broker.name(event::LARGE), &large)?;
+        }
     }
-    crate::crash::point(crate::crash::FRAUD_AFTER_SMS);
-    let offsets = crate::consume::positions(consumer)?;
+    crate::crash::point(crate::crash::FRAUD_BEFORE_COMMIT);
+    let offsets = consumed(batch)?;
     let cgm = consumer.group_metadata().ok_or(BrokerError::NoGroup)?;
     producer.send_offsets_to_transaction(&offsets, &cgm, TXN_TIMEOUT)?;
     producer.commit_transaction(TXN_TIMEOUT)?;
@@ -168,28 +219,6 @@ fn transaction(
         last_offset = batch.last().map(|i| i.offset),
         "transaction committed"
     );
-    Ok(())
-}
-
-/// Sends the payer's "large transfer" SMS unless the inbox says it was sent already (a
-/// batch redelivered after a crash or a fencing before its commit).
-fn large_transfer_sms(
-    conn: &mut Connection,
-    event: &Envelope,
-    now_ms: i64,
-) -> Result<(), InboxError> {
-    let tx = conn.transaction()?;
-    if inbox::claim(&tx, event.event_id, now_ms)? {
-        let t = &event.transfer;
-        let text = format!(
-            "sendonce: a large transfer of {} {} left your account (ref {})",
-            crate::sms::format_minor(t.amount_minor),
-            t.currency,
-            t.transfer_id
-        );
-        crate::sms::send(&tx, event, &t.from_user_id, &text, now_ms)?;
-    }
-    tx.commit()?;
     Ok(())
 }
 

@@ -1,5 +1,11 @@
-//! Each consumer's inbox: one row per event it acted on, inserted in the same local
-//! transaction as the effect, kept for a window that must cover the topic's retention.
+//! Each consumer's inbox: one row per transfer and event kind it acted on, inserted in the
+//! same local transaction as the effect, kept for a window that must cover what the
+//! broker can still deliver (`horizon`).
+//!
+//! The key is the transfer id (a UUIDv7 the server draws; a restore or a failover of the
+//! server's database can hand an outbox event id out again, never a transfer id), with
+//! the event's kind, since one transfer brings a consumer more than one event (a
+//! recipient's and a payer's SMS).
 
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -12,54 +18,6 @@ pub enum InboxError {
     /// SQLite failed.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
-}
-
-/// The consumer refuses to start: its inbox would forget events the topic still holds.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error(
-    "inbox window {} is shorter than the retention of topic {topic} ({}): \
-     a replay from the oldest offset would apply again events the inbox has forgotten; \
-     set --inbox-window to at least {}",
-    human(*window), retention.map_or("forever".to_string(), human), retention.map_or("forever".to_string(), human)
-)]
-pub struct WindowTooShort {
-    /// The consumer's inbox window.
-    pub window: Duration,
-    /// The topic.
-    pub topic: String,
-    /// The topic's retention (`None`: kept forever).
-    pub retention: Option<Duration>,
-}
-
-/// Checks that an inbox keeping `window` (`None`: forever) covers a topic's retention.
-pub fn check_window(
-    window: Option<Duration>,
-    topic: &str,
-    retention: Option<Duration>,
-) -> Result<(), WindowTooShort> {
-    let covered = match (window, retention) {
-        (None, _) => true,
-        (Some(_), None) => false,
-        (Some(w), Some(r)) => w >= r,
-    };
-    if covered {
-        return Ok(());
-    }
-    Err(WindowTooShort {
-        window: window.unwrap_or_default(),
-        topic: topic.to_string(),
-        retention,
-    })
-}
-
-/// `90000s` → `25h`, `604800s` → `168h (7d)`.
-fn human(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        s if s % 86_400 == 0 && s >= 86_400 => format!("{}h ({}d)", s / 3600, s / 86_400),
-        s if s % 3600 == 0 && s > 0 => format!("{}h", s / 3600),
-        s => format!("{s}s"),
-    }
 }
 
 /// The process's clock: the wall clock plus a test-only offset (simulated days).
@@ -86,14 +44,33 @@ pub fn open(path: &Path, schema: &str) -> Result<Connection, InboxError> {
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.execute_batch(
         "PRAGMA journal_mode = WAL;
-         PRAGMA synchronous = FULL;
-         CREATE TABLE IF NOT EXISTS inbox (
-             event_id        INTEGER PRIMARY KEY,
-             processed_at_ms INTEGER NOT NULL
-         );
+         PRAGMA synchronous = FULL;",
+    )?;
+    // An inbox of the earlier shape was keyed on event ids: it is dropped (the effects'
+    // own guards, keyed on the transfer, cover what it remembered).
+    let keyed_on_event_ids: bool = conn.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('inbox') WHERE name = 'event_id'",
+        [],
+        |r| r.get(0),
+    )?;
+    if keyed_on_event_ids {
+        conn.execute_batch("DROP TABLE inbox;")?;
+    }
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS inbox (
+             transfer_id     TEXT NOT NULL,
+             kind            TEXT NOT NULL,
+             processed_at_ms INTEGER NOT NULL,
+             PRIMARY KEY (transfer_id, kind)
+         ) WITHOUT ROWID;
          CREATE INDEX IF NOT EXISTS inbox_age ON inbox (processed_at_ms);
          -- Redeliveries the inbox absorbed: tests read it to see a kill really redelivered.
          CREATE TABLE IF NOT EXISTS inbox_absorbed (
+             id INTEGER PRIMARY KEY CHECK (id = 1),
+             n  INTEGER NOT NULL
+         );
+         -- Redeliveries the inbox had forgotten and the effect's own guard absorbed.
+         CREATE TABLE IF NOT EXISTS guard_absorbed (
              id INTEGER PRIMARY KEY CHECK (id = 1),
              n  INTEGER NOT NULL
          );",
@@ -102,23 +79,38 @@ pub fn open(path: &Path, schema: &str) -> Result<Connection, InboxError> {
     Ok(conn)
 }
 
-/// Records `event_id` in the inbox; false when it is there already (a redelivery).
-pub fn claim(tx: &Transaction<'_>, event_id: i64, now_ms: i64) -> Result<bool, InboxError> {
+/// Records `(transfer_id, kind)` in the inbox; false when it is there already (a
+/// redelivery).
+pub fn claim(
+    tx: &Transaction<'_>,
+    transfer_id: &str,
+    kind: &str,
+    now_ms: i64,
+) -> Result<bool, InboxError> {
     let fresh = tx
         .prepare_cached(
-            "INSERT INTO inbox (event_id, processed_at_ms) VALUES (?1, ?2)
-             ON CONFLICT (event_id) DO NOTHING",
+            "INSERT INTO inbox (transfer_id, kind, processed_at_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT (transfer_id, kind) DO NOTHING",
         )?
-        .execute(params![event_id, now_ms])?
+        .execute(params![transfer_id, kind, now_ms])?
         == 1;
     if !fresh {
-        tx.prepare_cached(
-            "INSERT INTO inbox_absorbed (id, n) VALUES (1, 1)
-             ON CONFLICT (id) DO UPDATE SET n = n + 1",
-        )?
-        .execute([])?;
+        count(tx, "inbox_absorbed")?;
     }
     Ok(fresh)
+}
+
+/// Counts a redelivery the inbox had forgotten and the effect's guard absorbed.
+pub fn guard_absorbed(tx: &Transaction<'_>) -> Result<(), InboxError> {
+    count(tx, "guard_absorbed")
+}
+
+fn count(tx: &Transaction<'_>, table: &str) -> Result<(), InboxError> {
+    tx.prepare_cached(&format!(
+        "INSERT INTO {table} (id, n) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET n = n + 1"
+    ))?
+    .execute([])?;
+    Ok(())
 }
 
 /// Forgets events handled longer than `window` ago; returns how many.
@@ -134,30 +126,24 @@ pub fn prune(conn: &Connection, window: Duration, now_ms: i64) -> Result<usize, 
 mod tests {
     use super::*;
 
-    const DAY: Duration = Duration::from_secs(86_400);
-
-    #[test]
-    fn a_window_shorter_than_retention_is_refused_naming_both() {
-        let err = check_window(Some(DAY), "transfers.approved", Some(7 * DAY)).unwrap_err();
-        let text = err.to_string();
-        assert!(text.contains("inbox window 24h (1d)"), "{text}");
-        assert!(text.contains("transfers.approved (168h (7d))"), "{text}");
-        assert!(check_window(Some(7 * DAY), "t", Some(7 * DAY)).is_ok());
-        assert!(check_window(None, "t", None).is_ok());
-        assert!(check_window(Some(365 * DAY), "t", None).is_err());
-    }
-
     #[test]
     fn claim_is_once_and_prune_forgets() {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = open(&dir.path().join("db"), "").unwrap();
         let tx = conn.transaction().unwrap();
-        assert!(claim(&tx, 7, 1_000).unwrap());
-        assert!(!claim(&tx, 7, 2_000).unwrap());
+        assert!(claim(&tx, "tr_7", "TransferDone", 1_000).unwrap());
+        assert!(!claim(&tx, "tr_7", "TransferDone", 2_000).unwrap());
+        assert!(
+            claim(&tx, "tr_7", "LargeTransfer", 2_000).unwrap(),
+            "another kind"
+        );
         tx.commit().unwrap();
         assert_eq!(prune(&conn, Duration::from_millis(500), 1_400).unwrap(), 0);
         assert_eq!(prune(&conn, Duration::from_millis(500), 1_600).unwrap(), 1);
         let tx = conn.transaction().unwrap();
-        assert!(claim(&tx, 7, 3_000).unwrap(), "forgotten, so applied again");
+        assert!(
+            claim(&tx, "tr_7", "TransferDone", 3_000).unwrap(),
+            "forgotten: the effect's own guard must hold"
+        );
     }
 }

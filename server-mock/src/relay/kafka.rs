@@ -1,7 +1,10 @@
 //! The Kafka publisher: each outbox event as one `TransferDone` message on
 //! `transfers.done`, keyed by the payer, event id in the payload and a header; an
 //! idempotent producer (`enable.idempotence`, `acks=all`), so its own retries never
-//! duplicate or reorder a partition.
+//! duplicate or reorder a partition. An event is marked published on the ack, so the ack
+//! must mean copies on several brokers: the topic needs a replication factor of 3 and
+//! `min.insync.replicas` 2, or the relay refuses to start (unless told this is the
+//! single-broker development setup).
 
 use std::time::Duration;
 
@@ -9,6 +12,17 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use sendonce_streams::{event, Broker, Envelope};
 
 use super::{PublishError, Publisher};
+
+/// Why the Kafka relay does not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The broker failed or refused.
+    #[error(transparent)]
+    Broker(#[from] sendonce_streams::BrokerError),
+    /// The topic's acks are not durable.
+    #[error("{0}; on a single-broker development setup start with --kafka-single-broker-dev")]
+    NotDurable(#[from] sendonce_streams::topics::NotDurable),
+}
 
 /// How long the producer keeps retrying one message before the batch fails.
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -20,21 +34,28 @@ pub struct KafkaPublisher {
 }
 
 impl KafkaPublisher {
-    /// Connects (blocking: creates the topics if missing).
-    pub fn connect(url: &str) -> Result<Self, sendonce_streams::BrokerError> {
+    /// Connects (blocking: creates the topics if missing) and checks that the topic's
+    /// acks are durable, unless `single_broker_dev` (then it only warns).
+    pub fn connect(url: &str, single_broker_dev: bool) -> Result<Self, ConnectError> {
         let broker = Broker::parse(url)?;
         broker.ensure_topics()?;
+        let topic = broker.name(event::DONE);
+        match broker.topic_config(&topic)?.check_durable() {
+            Ok(()) => {}
+            Err(e) if single_broker_dev => {
+                tracing::warn!(%e, "single-broker development setup: relaying anyway")
+            }
+            Err(e) => return Err(e.into()),
+        }
         let producer = broker
             .idempotent_producer()
             .set(
                 "message.timeout.ms",
                 DELIVERY_TIMEOUT.as_millis().to_string(),
             )
-            .create()?;
-        Ok(Self {
-            producer,
-            topic: broker.name(event::DONE),
-        })
+            .create()
+            .map_err(sendonce_streams::BrokerError::from)?;
+        Ok(Self { producer, topic })
     }
 }
 

@@ -70,8 +70,9 @@ pub async fn spawn(
         Destination::InProcess => Ok(tokio::spawn(outbox::run(app, shutdown))),
         #[cfg(feature = "kafka")]
         Destination::Kafka(url) => {
+            let dev = app.config.kafka_single_broker_dev;
             let publisher =
-                tokio::task::spawn_blocking(move || kafka::KafkaPublisher::connect(&url))
+                tokio::task::spawn_blocking(move || kafka::KafkaPublisher::connect(&url, dev))
                     .await
                     .map_err(|e| ServerError::Refused(format!("kafka relay: {e}")))?
                     .map_err(|e| ServerError::Refused(format!("kafka relay: {e}")))?;

@@ -41,6 +41,9 @@ impl ServerProcess {
         if let Destination::Kafka(url) = &config.broker {
             args.extend(["--broker".into(), url.clone()]);
         }
+        if config.kafka_single_broker_dev {
+            args.push("--kafka-single-broker-dev".into());
+        }
         let child = spawn(&args, addr).await?;
         Ok(Self { child, args, addr })
     }

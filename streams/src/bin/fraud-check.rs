@@ -1,4 +1,4 @@
-//! `fraud-check --broker kafka://… --db fraud.db --transactional-id fraud-check-0`.
+//! `fraud-check --broker kafka://… --transactional-id fraud-check-0`.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -35,12 +35,10 @@ fn main() -> ExitCode {
     };
     let settings = fraud::Settings {
         broker,
-        db: args.common.db.clone(),
         transactional_id: args.transactional_id,
         flag_above_minor: args.flag_above,
         large_minor: args.large_amount,
         max_poll_interval: args.max_poll_interval,
-        clock: args.common.clock(),
     };
     match fraud::run(&settings) {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,8 +4,5 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let args = sendonce_streams::cli::Args::parse();
-    sendonce_streams::cli::consumer_main::<sendonce_streams::sms::Sms>(
-        args,
-        sendonce_streams::event::APPROVED,
-    )
+    sendonce_streams::cli::consumer_main::<sendonce_streams::sms::Sms>(args)
 }

@@ -22,7 +22,11 @@ async fn the_relay_refuses_topics_with_one_replica_naming_them() {
     let code = p.exit_within(Duration::from_secs(60)).unwrap();
     let err = std::fs::read_to_string(err_path).unwrap();
     assert_ne!(code, Some(0), "{err}");
-    for named in ["replication factor 1", "min.insync.replicas 1", "--kafka-single-broker-dev"] {
+    for named in [
+        "replication factor 1",
+        "min.insync.replicas 1",
+        "--kafka-single-broker-dev",
+    ] {
         assert!(err.contains(named), "{named:?} not in: {err}");
     }
 }

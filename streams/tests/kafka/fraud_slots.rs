@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use sendonce_streams::broker::Isolation;
 use sendonce_streams::crash;
-use sendonce_streams::event::{APPROVED, DONE};
+use sendonce_streams::event::{APPROVED, DONE, LARGE};
 
 use crate::support::{
     broker, broker_url, group_state, produce, read_all, scratch, sms_everywhere, spread_envelopes,
@@ -16,7 +16,7 @@ use crate::support::{
 };
 
 /// Transfers from this amount on get the payer's SMS.
-const LARGE: i64 = 1_000;
+const LARGE_AMOUNT: i64 = 1_000;
 /// What the large-transfer SMS says, wherever it is recorded.
 const LARGE_SMS: &str = "%large transfer%";
 
@@ -25,16 +25,17 @@ fn fraud_check(dir: &Path, url: &str, slot: u32, crash_at: Option<&str>) -> Proc
     let args: Vec<String> = vec![
         "--broker".into(),
         url.into(),
-        "--db".into(),
-        dir.join(format!("fraud-{slot}.db")).to_string_lossy().into(),
         "--transactional-id".into(),
         format!("fraud-check-{slot}"),
         "--large-amount".into(),
-        LARGE.to_string(),
+        LARGE_AMOUNT.to_string(),
         "--max-poll-interval".into(),
         "6s".into(),
     ];
-    let env: Vec<(&str, &str)> = crash_at.map(|c| ("SENDONCE_CRASH_AT", c)).into_iter().collect();
+    let env: Vec<(&str, &str)> = crash_at
+        .map(|c| ("SENDONCE_CRASH_AT", c))
+        .into_iter()
+        .collect();
     Proc::start(Bin::FraudCheck, dir, &args, &env)
 }
 
@@ -45,7 +46,7 @@ fn sms(dir: &Path, url: &str) -> Proc {
 }
 
 /// Topics the SMS consumer reads.
-const SMS_TOPICS: [&str; 1] = [APPROVED];
+const SMS_TOPICS: [&str; 2] = [APPROVED, LARGE];
 
 #[tokio::test]
 #[ignore = "needs a Kafka broker: scripts/test-all kafka"]
@@ -53,9 +54,9 @@ async fn a_slot_frozen_past_its_session_after_the_sms_leaves_one_sms_across_both
     let url = broker_url("fraud-slots");
     let dir = scratch("fraud-slots");
     broker(&url).ensure_topics().unwrap();
-    produce(&url, DONE, &spread_envelopes(1, 1, 5 * LARGE));
-    let mut f0 = fraud_check(&dir, &url, 0, Some(crash::FRAUD_AFTER_SMS));
-    f0.wait_line(&format!("CRASHPOINT {}", crash::FRAUD_AFTER_SMS));
+    produce(&url, DONE, &spread_envelopes(1, 1, 5 * LARGE_AMOUNT));
+    let mut f0 = fraud_check(&dir, &url, 0, Some(crash::FRAUD_BEFORE_COMMIT));
+    f0.wait_line(&format!("CRASHPOINT {}", crash::FRAUD_BEFORE_COMMIT));
     // Frozen whole (heartbeats too) past the 6 s session timeout; slot 1 takes over.
     f0.signal("STOP");
     let f1 = fraud_check(&dir, &url, 1, None);
@@ -111,7 +112,10 @@ async fn a_rebalance_in_the_middle_of_a_batch_approves_each_transfer_once() {
         .map(|e| e.transfer.transfer_id)
         .collect();
     seen.sort();
-    let mut want: Vec<String> = events.iter().map(|e| e.transfer.transfer_id.clone()).collect();
+    let mut want: Vec<String> = events
+        .iter()
+        .map(|e| e.transfer.transfer_id.clone())
+        .collect();
     want.sort();
     assert_eq!(seen, want, "each transfer approved exactly once");
 }

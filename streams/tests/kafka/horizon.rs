@@ -11,7 +11,7 @@ use sendonce_streams::broker::Isolation;
 use sendonce_streams::event::APPROVED;
 
 use crate::support::{
-    broker, broker_url, count, create_topic, envelopes, produce, read_all, scratch,
+    absorbed, broker, broker_url, count, create_topic, envelopes, produce, read_all, scratch,
     wait_caught_up, Bin, Proc,
 };
 use crate::window::wallet;
@@ -32,7 +32,11 @@ async fn a_window_covering_retention_but_not_segment_time_is_refused_naming_the_
     let code = p.exit_within(Duration::from_secs(60)).unwrap();
     let err = std::fs::read_to_string(err_path).unwrap();
     assert_eq!(code, Some(2), "{err}");
-    for named in ["retention.ms 20000", "segment.ms 604800000", "--inbox-window"] {
+    for named in [
+        "retention.ms 20000",
+        "segment.ms 604800000",
+        "--inbox-window",
+    ] {
         assert!(err.contains(named), "{named:?} not in: {err}");
     }
 }
@@ -68,6 +72,9 @@ async fn an_offset_reset_after_the_inbox_forgot_still_credits_each_transfer_once
         (EVENTS as i64, 100 * EVENTS as i64),
         "credits after the reset"
     );
+    // The replay really came, past the inbox: the credits' own guard absorbed it.
+    let guarded = count(&db, "SELECT COALESCE(MAX(n), 0) FROM guard_absorbed");
+    assert_eq!(guarded, EVENTS as i64);
 }
 
 #[tokio::test]
@@ -93,9 +100,14 @@ async fn a_reissued_event_id_carrying_another_transfer_is_credited_and_told() {
     let w = rusqlite::Connection::open(dir.join("wallet.db")).unwrap();
     assert_eq!(count(&w, "SELECT COUNT(*) FROM credits"), 2);
     assert_eq!(
-        count(&w, "SELECT balance_minor FROM balances WHERE user_id = 'usr_payee'"),
+        count(
+            &w,
+            "SELECT balance_minor FROM balances WHERE user_id = 'usr_payee'"
+        ),
         350
     );
     let s = rusqlite::Connection::open(dir.join("sms.db")).unwrap();
     assert_eq!(count(&s, "SELECT COUNT(*) FROM sms"), 2);
+    // Not a redelivery, and no new guard either: two transfers, two of everything.
+    assert_eq!(absorbed(&w), 0);
 }

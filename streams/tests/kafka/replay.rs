@@ -5,7 +5,7 @@
 use sendonce_streams::broker::Isolation;
 use sendonce_streams::event::APPROVED;
 
-use crate::support::{absorbed, count, not_once, read_all, Bin, Pipeline};
+use crate::support::{absorbed, count, not_once, read_all, Bin, Pipeline, RECEIVED_SMS};
 
 const PAYERS: usize = 10;
 const PER_PAYER: usize = 100;
@@ -24,8 +24,14 @@ fn snapshot(p: &Pipeline) -> (i64, i64, i64, Vec<(String, i64)>) {
         .collect();
     (
         count(&wallet, "SELECT COUNT(*) FROM credits"),
-        count(&p.db("sms.db"), "SELECT COUNT(*) FROM sms"),
-        count(&p.db("fraud.db"), "SELECT COUNT(*) FROM sms"),
+        count(
+            &p.db("sms.db"),
+            "SELECT COUNT(*) FROM sms WHERE kind = 'received'",
+        ),
+        count(
+            &p.db("sms.db"),
+            "SELECT COUNT(*) FROM sms WHERE kind = 'large'",
+        ),
         balances,
     )
 }
@@ -65,7 +71,7 @@ async fn replaying_every_topic_from_offset_zero_after_1000_transfers_changes_not
     p.settle().await;
     let before = snapshot(&p);
     assert_eq!(not_once(&p.db("wallet.db"), "credits", &ids), vec![]);
-    assert_eq!(not_once(&p.db("sms.db"), "sms", &ids), vec![]);
+    assert_eq!(not_once(&p.db("sms.db"), RECEIVED_SMS, &ids), vec![]);
     assert_eq!(
         before.2,
         (PAYERS * PER_PAYER / 10) as i64,

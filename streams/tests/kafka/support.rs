@@ -102,13 +102,9 @@ impl Pipeline {
                 "127.0.0.1:0".into(),
                 "--db".into(),
                 db("mock.db"),
+                "--kafka-single-broker-dev".into(),
             ],
-            Bin::FraudCheck => vec![
-                "--db".into(),
-                db("fraud.db"),
-                "--large-amount".into(),
-                self.large.to_string(),
-            ],
+            Bin::FraudCheck => vec!["--large-amount".into(), self.large.to_string()],
             Bin::Wallet => vec!["--db".into(), db("wallet.db")],
             Bin::Sms => vec!["--db".into(), db("sms.db")],
         };
@@ -170,14 +166,15 @@ impl Pipeline {
                 ("fraud-check", sendonce_streams::event::DONE),
                 ("wallet", sendonce_streams::event::APPROVED),
                 ("sms", sendonce_streams::event::APPROVED),
+                ("sms", sendonce_streams::event::LARGE),
             ]
             .map(|(g, t)| b.lag(&b.name(g), &b.name(t)).unwrap_or(-1));
-            if pending == 0 && lags == [0, 0, 0] {
+            if pending == 0 && lags == [0, 0, 0, 0] {
                 return;
             }
             assert!(
                 Instant::now() < deadline,
-                "not settled: outbox pending {pending}, lags (fraud, wallet, sms) {lags:?}; logs in {}",
+                "not settled: outbox pending {pending}, lags (fraud, wallet, sms, sms large) {lags:?}; logs in {}",
                 self.dir.display()
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -203,7 +200,13 @@ pub fn absorbed(conn: &Connection) -> i64 {
     .unwrap()
 }
 
-/// Transfer ids with other than exactly one row in `table` (of `expected`).
+/// The recipients' SMS in the SMS consumer's database (a `not_once` table).
+pub const RECEIVED_SMS: &str = "(SELECT * FROM sms WHERE kind = 'received')";
+/// The payers' "large transfer" SMS in the SMS consumer's database (a `not_once` table).
+pub const LARGE_SMS: &str = "(SELECT * FROM sms WHERE kind = 'large')";
+
+/// Transfer ids with other than exactly one row in `table` (of `expected`; a table or a
+/// parenthesised query).
 pub fn not_once(conn: &Connection, table: &str, expected: &[String]) -> Vec<(String, i64)> {
     let mut stmt = conn
         .prepare(&format!(

@@ -10,7 +10,7 @@ use sendonce_streams::crash;
 use sendonce_streams::event::{APPROVED, DONE};
 
 use crate::support::{
-    broker, broker_url, envelopes, not_once, read_all, wait_caught_up, Bin, Pipeline,
+    broker, broker_url, envelopes, not_once, read_all, wait_caught_up, Bin, Pipeline, LARGE_SMS,
 };
 
 #[tokio::test]
@@ -62,7 +62,11 @@ async fn read_committed_sees_committed_transactions_only() {
 #[ignore = "needs a Kafka broker: scripts/test-all kafka"]
 async fn a_second_fraud_check_fences_the_paused_first_one() {
     const N: usize = 12;
-    let mut p = Pipeline::start("zombie", 1, Some((Bin::FraudCheck, crash::FRAUD_AFTER_SMS)));
+    let mut p = Pipeline::start(
+        "zombie",
+        1,
+        Some((Bin::FraudCheck, crash::FRAUD_BEFORE_COMMIT)),
+    );
     let api = p.api();
     let payer = api.user("payer", 1_000 * N as i64).await;
     let payee = api.user("payee", 0).await;
@@ -75,7 +79,7 @@ async fn a_second_fraud_check_fences_the_paused_first_one() {
     }
     // A is paused inside its first transaction: output written, nothing committed.
     let mut zombie = p.fraud.take().unwrap();
-    zombie.wait_line(&format!("CRASHPOINT {}", crash::FRAUD_AFTER_SMS));
+    zombie.wait_line(&format!("CRASHPOINT {}", crash::FRAUD_BEFORE_COMMIT));
     // B, same transactional.id: its init_transactions fences A and aborts A's transaction.
     p.restart(Bin::FraudCheck, None);
     wait_caught_up(&p.url, "fraud-check", DONE).await;
@@ -108,5 +112,5 @@ async fn a_second_fraud_check_fences_the_paused_first_one() {
         all.len()
     );
     assert_eq!(not_once(&p.db("wallet.db"), "credits", &ids), vec![]);
-    assert_eq!(not_once(&p.db("fraud.db"), "sms", &ids), vec![]);
+    assert_eq!(not_once(&p.db("sms.db"), LARGE_SMS, &ids), vec![]);
 }
