@@ -22,9 +22,13 @@ pub enum SendOnceError {
     /// The note is too long or has control characters.
     #[error("invalid note: {detail}")]
     InvalidNote { detail: String },
-    /// The configuration cannot work (bad URL, zero or negative timeout, ...).
+    /// The configuration cannot work (bad URL, zero or negative timeout, a response contract that
+    /// cannot tell the server's answer from an intermediary's, ...).
     #[error("invalid configuration: {detail}")]
     InvalidConfig { detail: String },
+    /// The operation cannot be sent as described (bad path, reserved header, body too large).
+    #[error("invalid operation: {detail}")]
+    InvalidOperation { detail: String },
     /// The database file is not a sendonce database or is damaged; it was left untouched.
     #[error("database is corrupt: {detail}")]
     StorageCorrupt { detail: String },
@@ -76,6 +80,7 @@ impl From<sendonce::SdkError> for SendOnceError {
             E::InvalidRecipient(detail) => Self::InvalidRecipient { detail },
             E::InvalidNote(detail) => Self::InvalidNote { detail },
             E::InvalidConfig(detail) => Self::InvalidConfig { detail },
+            E::InvalidOperation(detail) => Self::InvalidOperation { detail },
             E::StorageCorrupt(detail) => Self::StorageCorrupt { detail },
             E::StorageFull(detail) => Self::StorageFull { detail },
             E::StorageUnavailable(detail) => Self::StorageUnavailable { detail },

@@ -10,6 +10,16 @@ use crate::types::TransferState;
 /// One thing the SDK did; transfers are named by local id only (no recipient, note or token).
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
 pub enum SdkEvent {
+    /// An operation was committed at confirm (key minted, bytes fixed).
+    Confirmed {
+        local_id: String,
+        operation_type: String,
+    },
+    /// The server wants the customer to complete a step; parked until `action_completed`.
+    ActionRequired {
+        local_id: String,
+        operation_type: String,
+    },
     /// A request for a transfer left (attempt counts from 1).
     AttemptStarted { local_id: String, attempt: u32 },
     /// The attempt ended: an HTTP status, or none when no answer came (`error` says why).
@@ -40,6 +50,20 @@ impl From<sendonce::SdkEvent> for SdkEvent {
     fn from(e: sendonce::SdkEvent) -> Self {
         use sendonce::SdkEvent as E;
         match e {
+            E::Confirmed {
+                local_id,
+                operation_type,
+            } => Self::Confirmed {
+                local_id,
+                operation_type,
+            },
+            E::ActionRequired {
+                local_id,
+                operation_type,
+            } => Self::ActionRequired {
+                local_id,
+                operation_type,
+            },
             E::AttemptStarted { local_id, attempt } => Self::AttemptStarted { local_id, attempt },
             E::AttemptAnswered {
                 local_id,

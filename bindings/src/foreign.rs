@@ -120,6 +120,9 @@ impl sendonce::transport::Transport for TransportAdapter {
             method: match request.method {
                 Method::Get => "GET".into(),
                 Method::Post => "POST".into(),
+                Method::Put => "PUT".into(),
+                Method::Patch => "PATCH".into(),
+                Method::Delete => "DELETE".into(),
             },
             url: request.url,
             headers: request

@@ -25,6 +25,7 @@ pub mod lifecycle;
 pub mod listener;
 pub mod logs;
 pub mod objects;
+pub mod operations;
 pub mod probe;
 pub mod settings;
 mod time;

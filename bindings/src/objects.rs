@@ -8,6 +8,7 @@ use crate::guard::{guard, guard_async};
 use crate::listener::{
     ComposerListener, ComposerListenerAdapter, TransferListener, TransferListenerAdapter,
 };
+use crate::operations::OperationRequest;
 use crate::settings::{NetsimStats, NetworkProfile, SendOnceConfig};
 use crate::types::{ComposerState, Transfer, TransferRequest};
 
@@ -31,6 +32,18 @@ impl SendOnceCore {
     /// The user confirmed: mints the key, commits transfer + key + exact body, returns the persisted transfer.
     pub async fn send_transfer(&self, request: TransferRequest) -> Result<Transfer> {
         guard_async(async { Ok(self.sdk.send_transfer(request.into()).await?.into()) }).await
+    }
+
+    /// The user confirmed an operation of the app's own API: mints the key, commits operation + key +
+    /// exact body + headers, returns it persisted. Every attempt sends these bytes and headers.
+    pub async fn send_operation(&self, operation: OperationRequest) -> Result<Transfer> {
+        guard_async(async { Ok(self.sdk.send_operation(operation.into()).await?.into()) }).await
+    }
+
+    /// The customer completed the step the server asked for: the parked operation is sent again now,
+    /// with the same key and bytes. For one not parked, returns it unchanged.
+    pub fn action_completed(&self, local_id: String) -> Result<Transfer> {
+        guard(|| Ok(self.sdk.action_completed(&local_id)?.into()))
     }
 
     /// One transfer by local id.
@@ -211,6 +224,24 @@ impl ComposerCore {
         let composer = self.composer.clone();
         guard_async(async move {
             let tap = tokio::spawn(async move { composer.confirm(request.into()).await });
+            match tap.await {
+                Ok(answer) => Ok(answer?.into()),
+                Err(e) if e.is_panic() => Err(SendOnceError::from_panic(e.into_panic())),
+                Err(e) => Err(SendOnceError::Internal {
+                    detail: format!("the confirm task ended: {e}"),
+                }),
+            }
+        })
+        .await
+    }
+
+    /// The user tapped Send on an operation of the app's own API: as `confirm` (one key per intent;
+    /// a second tap returns the same operation, also while it waits for the customer's action).
+    pub async fn confirm_operation(&self, operation: OperationRequest) -> Result<Transfer> {
+        let composer = self.composer.clone();
+        guard_async(async move {
+            let tap =
+                tokio::spawn(async move { composer.confirm_operation(operation.into()).await });
             match tap.await {
                 Ok(answer) => Ok(answer?.into()),
                 Err(e) if e.is_panic() => Err(SendOnceError::from_panic(e.into_panic())),

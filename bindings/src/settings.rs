@@ -306,6 +306,9 @@ pub struct SendOnceConfig {
     /// Opt-in: log lines may name the recipient and the note (never the token).
     #[uniffi(default = false)]
     pub log_personal_data: bool,
+    /// How to read the server's answers (the bank's own API); `None` for server-mock's contract.
+    #[uniffi(default = None)]
+    pub contract: Option<crate::operations::ResponseContract>,
 }
 
 impl std::fmt::Debug for SendOnceConfig {
@@ -330,6 +333,7 @@ impl std::fmt::Debug for SendOnceConfig {
             .field("token_timeout", &self.token_timeout)
             .field("background_wake_window", &self.background_wake_window)
             .field("log_personal_data", &self.log_personal_data)
+            .field("contract", &self.contract.is_some())
             .finish()
     }
 }
@@ -360,6 +364,9 @@ impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {
         }
         if let Some(token) = c.access_token {
             builder = builder.access_token(token.expose());
+        }
+        if let Some(contract) = c.contract {
+            builder = builder.contract(contract.into());
         }
         if let Some(retry) = c.retry {
             builder = builder.retry(retry.try_into()?);
@@ -405,6 +412,7 @@ mod tests {
             token_timeout: None,
             background_wake_window: None,
             log_personal_data: false,
+            contract: None,
         };
         let printed = format!("{config:?}");
         assert!(!printed.contains("tok_secret_123"), "{printed}");

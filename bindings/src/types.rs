@@ -53,6 +53,9 @@ pub enum TransferState {
     Failed,
     /// The client stopped sending at the give-up horizon; the outcome is resolved by status look-up.
     NeedsAttention,
+    /// The server wants the customer to complete a step (3-D Secure, SCA, a code); parked until
+    /// `action_completed`, never given up, never a new key.
+    RequiresAction,
 }
 
 impl From<sendonce::TransferState> for TransferState {
@@ -67,6 +70,7 @@ impl From<sendonce::TransferState> for TransferState {
             S::Rejected => Self::Rejected,
             S::Failed => Self::Failed,
             S::NeedsAttention => Self::NeedsAttention,
+            S::RequiresAction => Self::RequiresAction,
         }
     }
 }
@@ -83,6 +87,7 @@ impl From<TransferState> for sendonce::TransferState {
             S::Rejected => Self::Rejected,
             S::Failed => Self::Failed,
             S::NeedsAttention => Self::NeedsAttention,
+            S::RequiresAction => Self::RequiresAction,
         }
     }
 }
@@ -152,10 +157,72 @@ pub struct Rejection {
     pub http_status: u16,
 }
 
+impl From<sendonce::RejectionReason> for RejectionReason {
+    fn from(r: sendonce::RejectionReason) -> Self {
+        use sendonce::RejectionReason as R;
+        match r {
+            R::InsufficientFunds => Self::InsufficientFunds,
+            R::RecipientNotFound => Self::RecipientNotFound,
+            R::RecipientLimitReached => Self::RecipientLimitReached,
+            R::InvalidRequest => Self::InvalidRequest,
+            R::KeyReused => Self::KeyReused,
+            R::NotExecuted => Self::NotExecuted,
+            R::Other(code) => Self::Other { code },
+        }
+    }
+}
+
+impl From<RejectionReason> for sendonce::RejectionReason {
+    fn from(r: RejectionReason) -> Self {
+        use RejectionReason as R;
+        match r {
+            R::InsufficientFunds => Self::InsufficientFunds,
+            R::RecipientNotFound => Self::RecipientNotFound,
+            R::RecipientLimitReached => Self::RecipientLimitReached,
+            R::InvalidRequest => Self::InvalidRequest,
+            R::KeyReused => Self::KeyReused,
+            R::NotExecuted => Self::NotExecuted,
+            R::Other { code } => Self::Other(code),
+        }
+    }
+}
+
+/// What the customer must do before a parked operation goes on (the server's "action required").
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct RequiredAction {
+    /// The server's code for it (e.g. `SCA_REQUIRED`).
+    pub code: String,
+    /// A URL to open, if the server gave one.
+    pub url: Option<String>,
+    /// A challenge id, if the server gave one.
+    pub challenge_id: Option<String>,
+}
+
+impl From<sendonce::RequiredAction> for RequiredAction {
+    fn from(a: sendonce::RequiredAction) -> Self {
+        Self {
+            code: a.code,
+            url: a.url,
+            challenge_id: a.challenge_id,
+        }
+    }
+}
+
+impl From<RequiredAction> for sendonce::RequiredAction {
+    fn from(a: RequiredAction) -> Self {
+        Self {
+            code: a.code,
+            url: a.url,
+            challenge_id: a.challenge_id,
+        }
+    }
+}
+
 impl From<sendonce::Rejection> for Rejection {
     fn from(r: sendonce::Rejection) -> Self {
         Self {
-            reason: RejectionReason::of_code(&r.code),
+            // The response contract mapped it (a bank's own codes too).
+            reason: r.reason.into(),
             code: r.code,
             detail: r.detail,
             http_status: r.http_status,
@@ -166,6 +233,7 @@ impl From<sendonce::Rejection> for Rejection {
 impl From<Rejection> for sendonce::Rejection {
     fn from(r: Rejection) -> Self {
         Self {
+            reason: r.reason.into(),
             code: r.code,
             detail: r.detail,
             http_status: r.http_status,
@@ -208,6 +276,10 @@ pub struct Transfer {
     pub rejection: Option<Rejection>,
     /// The success came back as a replay of an earlier attempt.
     pub replayed: bool,
+    /// The operation's type name (`transfer` for `send_transfer`).
+    pub operation_type: String,
+    /// While `RequiresAction`: what the customer must do.
+    pub required_action: Option<RequiredAction>,
 }
 
 impl From<sendonce::Transfer> for Transfer {
@@ -229,6 +301,8 @@ impl From<sendonce::Transfer> for Transfer {
             server_transfer_id: t.server_transfer_id,
             rejection: t.rejection.map(Into::into),
             replayed: t.replayed,
+            operation_type: t.operation_type,
+            required_action: t.required_action.map(Into::into),
         }
     }
 }
@@ -252,6 +326,8 @@ impl From<Transfer> for sendonce::Transfer {
             server_transfer_id: t.server_transfer_id,
             rejection: t.rejection.map(Into::into),
             replayed: t.replayed,
+            operation_type: t.operation_type,
+            required_action: t.required_action.map(Into::into),
         }
     }
 }
@@ -290,6 +366,14 @@ pub enum ComposerState {
         /// The transfer.
         transfer: Transfer,
     },
+    /// The server wants the customer to complete a step; Send stays disabled, a second tap returns
+    /// this operation; the app calls `action_completed` once the customer is done.
+    RequiresAction {
+        /// The parked operation.
+        transfer: Transfer,
+        /// What the customer must do.
+        action: RequiredAction,
+    },
 }
 
 impl From<sendonce::ComposerState> for ComposerState {
@@ -316,6 +400,10 @@ impl From<sendonce::ComposerState> for ComposerState {
             },
             S::NeedsAttention { transfer } => Self::NeedsAttention {
                 transfer: transfer.into(),
+            },
+            S::RequiresAction { transfer, action } => Self::RequiresAction {
+                transfer: transfer.into(),
+                action: action.into(),
             },
         }
     }
@@ -345,6 +433,10 @@ impl From<ComposerState> for sendonce::ComposerState {
             },
             S::NeedsAttention { transfer } => Self::NeedsAttention {
                 transfer: transfer.into(),
+            },
+            S::RequiresAction { transfer, action } => Self::RequiresAction {
+                transfer: transfer.into(),
+                action: action.into(),
             },
         }
     }

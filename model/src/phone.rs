@@ -65,6 +65,7 @@ impl Transfer {
     pub fn sdk_view(&self) -> sendonce::Transfer {
         sendonce::Transfer {
             local_id: String::new(),
+            operation_type: sendonce::TRANSFER_TYPE.into(),
             idempotency_key: self.key().wire(),
             to_user_id: "u2".into(),
             amount_minor: 1,
@@ -80,6 +81,7 @@ impl Transfer {
             server_transfer_id: None,
             rejection: None,
             replayed: false,
+            required_action: None,
         }
     }
 }
@@ -283,6 +285,8 @@ fn attempt_verdict(
         Verdict::Failed(_) => TransferState::Failed,
         // The model sends no credentials, so the server never answers 401.
         Verdict::AuthRequired(_) => TransferState::AuthRequired,
+        // server-mock's contract has no "action required" answer.
+        Verdict::RequiresAction(_) => TransferState::RequiresAction,
         Verdict::Retry { retry_after_ms, .. } => {
             let attempts = tr.attempts as u32;
             let input = ScheduleInput {

@@ -1,6 +1,7 @@
 //! What an answer means for the transfer (DESIGN.md, "Classification of an answer").
 
-use crate::model::Rejection;
+use crate::contract::ResponseContract;
+use crate::model::{Rejection, RejectionReason, RequiredAction};
 use crate::transport::{HttpResponse, TransportError};
 
 /// The verdict on one attempt.
@@ -19,6 +20,8 @@ pub enum Verdict {
     Failed(Rejection),
     /// Credentials refused; wait for a new token.
     AuthRequired(String),
+    /// The server wants the customer to complete a step first; parked until the app says it is done.
+    RequiresAction(RequiredAction),
     /// Outcome unknown: retry with the same key and bytes.
     Retry {
         /// Server asked for this wait (ms).
@@ -28,34 +31,46 @@ pub enum Verdict {
     },
 }
 
-/// Classifies a transport result for the attempt sent with `expected_key`.
+/// Classifies a transport result for the attempt sent with `expected_key`, under server-mock's contract.
 pub fn classify(result: &Result<HttpResponse, TransportError>, expected_key: &str) -> Verdict {
+    classify_with(&DEFAULT, result, expected_key)
+}
+
+static DEFAULT: std::sync::LazyLock<ResponseContract> =
+    std::sync::LazyLock::new(ResponseContract::default);
+
+/// Classifies a transport result for the attempt sent with `expected_key`, under `contract`.
+pub fn classify_with(
+    contract: &ResponseContract,
+    result: &Result<HttpResponse, TransportError>,
+    expected_key: &str,
+) -> Verdict {
     match result {
         Err(e) => Verdict::Retry {
             retry_after_ms: None,
             error: e.to_string(),
         },
-        Ok(response) => classify_response(response, expected_key),
+        Ok(response) => classify_response(contract, response, expected_key),
     }
 }
 
-fn classify_response(r: &HttpResponse, expected_key: &str) -> Verdict {
-    let problem = Problem::parse(r);
+fn classify_response(c: &ResponseContract, r: &HttpResponse, expected_key: &str) -> Verdict {
+    let problem = c.problem(r);
     let retry_after_ms = r.header("retry-after").and_then(parse_retry_after);
-    let rejection = || Rejection {
+    let rejection = |reason: RejectionReason| Rejection {
+        reason,
         code: problem.code.clone(),
         detail: problem.detail.clone(),
         http_status: r.status,
     };
+    let code = problem.code.as_str();
     match r.status {
-        // A captive portal, a proxy or a followed redirect also answers 2xx: only a transfer that
+        // A captive portal, a proxy or a followed redirect also answers 2xx: only an answer that
         // names this attempt's key proves the server moved the money for it.
-        200..=299 => match transfer_id_for(&r.body, expected_key) {
+        200..=299 => match c.success_for(r, expected_key) {
             Some(server_transfer_id) => Verdict::Succeeded {
                 server_transfer_id,
-                replayed: r
-                    .header("idempotent-replayed")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+                replayed: c.is_replay(r),
             },
             None => Verdict::Retry {
                 retry_after_ms: None,
@@ -65,10 +80,16 @@ fn classify_response(r: &HttpResponse, expected_key: &str) -> Verdict {
                 ),
             },
         },
-        // A proxy's block page or a portal's login is no verdict on our token: parking the transfer
-        // until the app sends a new one could stall it for good.
-        401 | 403 if problem.from_server => {
-            Verdict::AuthRequired(format!("{} {}", r.status, problem.code))
+        // Only the server's own error with a stable code is a definitive answer about this request
+        // (or about our token); the same status from a proxy or a portal says nothing about it.
+        400..=499 if problem.from_server && c.key_in_use.iter().any(|k| k == code) => {
+            Verdict::Retry {
+                retry_after_ms: Some(retry_after_ms.unwrap_or(1000)),
+                error: format!(
+                    "{} the first attempt is still running on the server",
+                    r.status
+                ),
+            }
         }
         409 => Verdict::Retry {
             retry_after_ms: Some(retry_after_ms.unwrap_or(1000)),
@@ -78,16 +99,30 @@ fn classify_response(r: &HttpResponse, expected_key: &str) -> Verdict {
             retry_after_ms,
             error: format!("{} {}", r.status, problem.code).trim().to_string(),
         },
-        // Only the server's own problem+json with a stable code is a definitive answer about this
-        // request; the same status from a proxy or a portal says nothing about the transfer.
         400..=499 if !problem.from_server => Verdict::Retry {
             retry_after_ms,
             error: not_from_server(r),
         },
-        422 if problem.code == "idempotency_key_reused" => Verdict::Failed(rejection()),
-        // 402 and every other 4xx from the server are definitive answers about this request.
-        400..=499 => Verdict::Rejected(rejection()),
-        // 1xx and 3xx never come from the server's transfer endpoints.
+        400..=499 => {
+            if let Some(action) = c.required_action(r, &problem) {
+                Verdict::RequiresAction(action)
+            } else if c.key_reused.iter().any(|k| k == code) {
+                Verdict::Failed(rejection(RejectionReason::KeyReused))
+            } else if matches!(r.status, 401 | 403) || c.auth.iter().any(|k| k == code) {
+                Verdict::AuthRequired(format!("{} {}", r.status, problem.code))
+            } else if let Some(reason) = c.refusal(code) {
+                Verdict::Rejected(rejection(reason))
+            } else {
+                Verdict::Retry {
+                    retry_after_ms,
+                    error: format!(
+                        "{} {code} is not a definitive answer under this contract",
+                        r.status
+                    ),
+                }
+            }
+        }
+        // 1xx and 3xx never come from the server's operation endpoints.
         _ => Verdict::Retry {
             retry_after_ms,
             error: not_from_server(r),
@@ -119,6 +154,7 @@ impl Contact {
 
 /// How far the attempt sent with `expected_key` got.
 pub(crate) fn contact(
+    contract: &ResponseContract,
     result: &Result<HttpResponse, TransportError>,
     expected_key: &str,
 ) -> Contact {
@@ -126,21 +162,13 @@ pub(crate) fn contact(
         Err(TransportError::Offline) | Err(TransportError::Connection(_)) => Contact::None,
         Err(TransportError::Timeout) => Contact::Server,
         Ok(r)
-            if Problem::parse(r).from_server
-                || transfer_id_for(&r.body, expected_key).is_some() =>
+            if contract.problem(r).from_server
+                || contract.success_for(r, expected_key).is_some() =>
         {
             Contact::Server
         }
         Ok(_) => Contact::Intermediary,
     }
-}
-
-/// True only for the server's own "no transfer with this key": a 404 problem+json `transfer_not_found`.
-///
-/// Any other 404 (an HTML page, a proxy, a server without the look-up route) says nothing about the key.
-pub(crate) fn is_server_not_found(r: &HttpResponse) -> bool {
-    let problem = Problem::parse(r);
-    r.status == 404 && problem.from_server && problem.code == "transfer_not_found"
 }
 
 /// Why an answer counts as unknown, for the transfer's last error.
@@ -157,54 +185,6 @@ fn parse_retry_after(value: &str) -> Option<i64> {
     value.trim().parse::<u32>().ok().map(|s| s as i64 * 1000)
 }
 
-/// The server's transfer id, if `body` is a transfer JSON whose `idempotency_key` is `expected_key`.
-fn transfer_id_for(body: &[u8], expected_key: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
-    if v.get("idempotency_key")?.as_str()? != expected_key {
-        return None;
-    }
-    let id = v.get("transfer_id")?.as_str()?;
-    (!id.is_empty()).then(|| id.to_owned())
-}
-
-/// The fields of an `application/problem+json` body the SDK uses.
-#[derive(Debug, Default)]
-struct Problem {
-    code: String,
-    detail: String,
-    /// Content type `application/problem+json` and a non-empty `code`: the server's own answer.
-    from_server: bool,
-}
-
-impl Problem {
-    fn parse(r: &HttpResponse) -> Self {
-        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
-        let text = |k: &str| {
-            v.get(k)
-                .and_then(|x| x.as_str())
-                .unwrap_or_default()
-                .to_string()
-        };
-        let code = text("code");
-        let problem_json = r.header("content-type").is_some_and(|t| {
-            t.split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .eq_ignore_ascii_case("application/problem+json")
-        });
-        Problem {
-            from_server: problem_json && !code.is_empty(),
-            code: if code.is_empty() {
-                "unknown".into()
-            } else {
-                code
-            },
-            detail: text("detail"),
-        }
-    }
-}
-
 /// The classification before only the server's own answers counted: any 2xx a success, any
 /// 4xx but 401/403/409/422-reuse a definitive no. Test-only builds (feature `legacy-classify`),
 /// to show that the ride's checker catches it; never used otherwise.
@@ -213,8 +193,9 @@ pub fn legacy(result: &Result<HttpResponse, TransportError>) -> Verdict {
     let Ok(r) = result else {
         return classify(result, "");
     };
-    let problem = Problem::parse(r);
+    let problem = DEFAULT.problem(r);
     let rejection = || Rejection {
+        reason: RejectionReason::of_code(&problem.code),
         code: problem.code.clone(),
         detail: problem.detail.clone(),
         http_status: r.status,

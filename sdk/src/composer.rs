@@ -10,7 +10,10 @@ use tokio::task::JoinHandle;
 use crate::confirm::persist;
 use crate::core::Core;
 use crate::error::{Result, SdkError};
-use crate::model::{Rejection, Transfer, TransferRequest, TransferState};
+use crate::model::{
+    Rejection, RejectionReason, RequiredAction, Transfer, TransferRequest, TransferState,
+};
+use crate::operation::Operation;
 
 /// What the confirm screen shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +49,14 @@ pub enum ComposerState {
         /// The transfer.
         transfer: Transfer,
     },
+    /// The server wants the customer to complete a step (open `action.url`, answer the challenge);
+    /// then the app calls `action_completed`. Send stays disabled: a second tap returns this operation.
+    RequiresAction {
+        /// The parked operation.
+        transfer: Transfer,
+        /// What the customer must do.
+        action: RequiredAction,
+    },
 }
 
 impl ComposerState {
@@ -69,6 +80,7 @@ impl ComposerState {
             TransferState::Succeeded => Self::Done { receipt: t.clone() },
             TransferState::Rejected | TransferState::Failed => Self::Rejected {
                 reason: t.rejection.clone().unwrap_or(Rejection {
+                    reason: RejectionReason::Other("unknown".into()),
                     code: "unknown".into(),
                     detail: String::new(),
                     http_status: 0,
@@ -77,6 +89,14 @@ impl ComposerState {
             },
             TransferState::NeedsAttention => Self::NeedsAttention {
                 transfer: t.clone(),
+            },
+            TransferState::RequiresAction => Self::RequiresAction {
+                transfer: t.clone(),
+                action: t.required_action.clone().unwrap_or(RequiredAction {
+                    code: "unknown".into(),
+                    url: None,
+                    challenge_id: None,
+                }),
             },
         }
     }
@@ -159,6 +179,11 @@ impl Composer {
     /// The user tapped Send: the first call mints the key and persists the transfer; every later call
     /// returns that same transfer until a definitive no (or `new_intent`).
     pub async fn confirm(&self, request: TransferRequest) -> Result<Transfer> {
+        self.confirm_operation(Operation::transfer(request)).await
+    }
+
+    /// The user tapped Send on an operation of the app's own API: as [`Composer::confirm`].
+    pub async fn confirm_operation(&self, operation: Operation) -> Result<Transfer> {
         let _one_at_a_time = self.confirm_lock.lock().await;
         if let Some(id) = self.shared.current() {
             let existing = self
@@ -170,11 +195,10 @@ impl Composer {
                 return Ok(existing);
             }
         }
-        request.validate()?;
         let previous = self.shared.state.borrow().clone();
         self.shared
             .set(None, ComposerState::Submitting { transfer: None });
-        match persist(&self.core, request).await {
+        match persist(&self.core, operation).await {
             Ok(transfer) => {
                 self.shared.set(
                     Some(transfer.local_id.clone()),

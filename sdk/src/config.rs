@@ -5,8 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock};
+use crate::contract::ResponseContract;
 use crate::error::{Result, SdkError};
 use crate::netsim::NetworkProfile;
+use crate::operation::HeaderProvider;
 use crate::token::AccessTokenProvider;
 
 /// How the sender retries an unknown outcome.
@@ -79,6 +81,10 @@ pub struct SdkConfig {
     pub log_personal_data: bool,
     /// Deterministic simulations only (`sendonce-sim ride`): never set by an app.
     pub deterministic: Option<Deterministic>,
+    /// How the server's answers are read; the default is server-mock's (see [`ResponseContract`]).
+    pub contract: ResponseContract,
+    /// Asked before every attempt for headers that change per attempt (not committed).
+    pub header_provider: Option<Arc<dyn HeaderProvider>>,
 }
 
 /// What a deterministic simulation replaces, so a seed replays the same ride: the runtime the SDK's
@@ -145,11 +151,14 @@ impl SdkConfig {
                 background_wake_window: DEFAULT_WAKE_WINDOW,
                 log_personal_data: false,
                 deterministic: None,
+                contract: ResponseContract::default(),
+                header_provider: None,
             },
         }
     }
 
     pub(crate) fn validate(&self) -> Result<()> {
+        self.contract.validate()?;
         let url = self.base_url.trim_end_matches('/');
         let rest = url
             .strip_prefix("https://")
@@ -385,6 +394,17 @@ impl SdkConfigBuilder {
     /// Deterministic simulations only: the runtime, inline writes and seeded keys of [`Deterministic`].
     pub fn deterministic(mut self, hooks: Deterministic) -> Self {
         self.config.deterministic = Some(hooks);
+        self
+    }
+    /// How to read the server's answers (the bank's own API); refused at `build` if it cannot tell the
+    /// server's answer from an intermediary's.
+    pub fn contract(mut self, contract: ResponseContract) -> Self {
+        self.config.contract = contract;
+        self
+    }
+    /// Headers asked for before every attempt (a signature, an attestation), never committed.
+    pub fn header_provider(mut self, provider: Arc<dyn HeaderProvider>) -> Self {
+        self.config.header_provider = Some(provider);
         self
     }
     /// Finishes the configuration.

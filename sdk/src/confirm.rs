@@ -14,7 +14,9 @@ use tokio::sync::oneshot;
 
 use crate::core::{mint_key, Core};
 use crate::error::{Result, SdkError};
-use crate::model::{Transfer, TransferRequest};
+use crate::events::SdkEvent;
+use crate::model::Transfer;
+use crate::operation::{Committed, Operation};
 use crate::store::NewTransfer;
 
 /// Most confirmations in one group commit.
@@ -22,7 +24,7 @@ const MAX_GROUP: usize = 64;
 
 struct Job {
     core: Arc<Core>,
-    request: TransferRequest,
+    op: Committed,
     reply: oneshot::Sender<Result<Transfer>>,
 }
 
@@ -45,14 +47,15 @@ impl Confirmer {
     }
 }
 
-/// Validates, then has the store thread mint the key and commit transfer + key + body; resolves when
-/// the row is durable. The caller's thread only waits, never writes.
-pub(crate) async fn persist(core: &Arc<Core>, request: TransferRequest) -> Result<Transfer> {
-    request.validate()?;
+/// Validates the operation and fixes its bytes (its codec runs here, once), then has the store thread
+/// mint the key and commit operation + key + body + headers; resolves when the row is durable. The
+/// caller's thread only waits, never writes.
+pub(crate) async fn persist(core: &Arc<Core>, op: Operation) -> Result<Transfer> {
+    let op = op.commit()?;
     let (reply, answer) = oneshot::channel();
     let job = Job {
         core: core.clone(),
-        request,
+        op,
         reply,
     };
     if core.config.deterministic.is_some() {
@@ -117,8 +120,7 @@ fn commit_group(group: Vec<Job>) {
             let new = NewTransfer {
                 local_id: uuid::Uuid::now_v7().to_string(),
                 key: mint_key(&core.config),
-                body: job.request.body_bytes(),
-                request: job.request,
+                op: job.op,
                 now_ms: now,
             };
             (new, job.reply)
@@ -132,10 +134,11 @@ fn commit_group(group: Vec<Job>) {
             core.mark_elapsed(&t.local_id, mono);
             if core.config.log_personal_data {
                 // The app opted in (a debug build, a support session): recipient and note, never the token.
-                tracing::info!(local_id = %t.local_id, key = %t.idempotency_key, amount = t.amount_minor,
-                    to = %t.to_user_id, note = ?t.note, "transfer persisted");
+                tracing::info!(local_id = %t.local_id, op = %t.operation_type, key = %t.idempotency_key,
+                    amount = t.amount_minor, to = %t.to_user_id, note = ?t.note, "transfer persisted");
             } else {
-                tracing::info!(local_id = %t.local_id, key = %t.idempotency_key, amount = t.amount_minor, "transfer persisted");
+                tracing::info!(local_id = %t.local_id, op = %t.operation_type, key = %t.idempotency_key,
+                    amount = t.amount_minor, "transfer persisted");
             }
             persisted.push(t.clone());
         }
@@ -144,6 +147,10 @@ fn commit_group(group: Vec<Job>) {
     }
     if !persisted.is_empty() {
         for t in persisted {
+            core.emit(SdkEvent::Confirmed {
+                local_id: t.local_id.clone(),
+                operation_type: t.operation_type.clone(),
+            });
             core.publish(t);
         }
         // Offline, the sender's turn would only find the network unavailable: no wake-up

@@ -15,6 +15,9 @@ pub enum SdkError {
     /// The note is too long or has control characters.
     #[error("invalid note: {0}")]
     InvalidNote(String),
+    /// The operation cannot be sent as described (bad path, reserved header, codec failed, body too large).
+    #[error("invalid operation: {0}")]
+    InvalidOperation(String),
     /// The configuration cannot work (bad URL, zero timeout, ...).
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),

@@ -9,6 +9,20 @@ use crate::model::TransferState;
 /// One thing the SDK did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SdkEvent {
+    /// An operation was committed at confirm (its key minted, its bytes fixed).
+    Confirmed {
+        /// The operation.
+        local_id: String,
+        /// Its type name (`transfer`, `payout`, ...).
+        operation_type: String,
+    },
+    /// The server wants the customer to complete a step; the operation is parked until `action_completed`.
+    ActionRequired {
+        /// The operation.
+        local_id: String,
+        /// Its type name.
+        operation_type: String,
+    },
     /// A request for a transfer left (attempt counts from 1).
     AttemptStarted {
         /// The transfer.

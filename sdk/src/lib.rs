@@ -31,11 +31,13 @@ pub mod clock;
 mod composer;
 mod config;
 mod confirm;
+mod contract;
 mod core;
 mod error;
 mod events;
 mod model;
 pub mod netsim;
+mod operation;
 pub mod probe;
 pub mod schedule;
 mod sdk;
@@ -50,12 +52,20 @@ pub use crate::background::DrainSummary;
 pub use crate::events::{EventListener, SdkEvent};
 pub use crate::token::AccessTokenProvider;
 
-pub use crate::classify::{classify, Verdict};
+pub use crate::classify::{classify, classify_with, Verdict};
 pub use crate::clock::{Clock, SimClock, SystemClock};
 pub use crate::composer::{Composer, ComposerListener, ComposerState};
 pub use crate::config::{Deterministic, RetryPolicy, SdkConfig, SdkConfigBuilder};
+pub use crate::contract::{ActionRule, Locator, LookupRoute, ProblemFormat, ResponseContract};
 pub use crate::core::TransferListener;
 pub use crate::error::{Result, SdkError};
-pub use crate::model::{Rejection, Transfer, TransferRequest, TransferState, MAX_AMOUNT_MINOR};
+pub use crate::model::{
+    Rejection, RejectionReason, RequiredAction, Transfer, TransferRequest, TransferState,
+    MAX_AMOUNT_MINOR,
+};
 pub use crate::netsim::{NetsimSettings, NetsimStats, NetworkProfile};
+pub use crate::operation::{
+    AttemptInfo, BodyCodec, HeaderProvider, JsonCodec, Operation, OperationSummary, TransferCodec,
+    MAX_BODY_BYTES, TRANSFER_TYPE,
+};
 pub use crate::sdk::Sdk;

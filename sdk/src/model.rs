@@ -86,6 +86,9 @@ pub enum TransferState {
     Failed,
     /// The client stopped sending at the give-up horizon; the outcome is resolved by status look-up.
     NeedsAttention,
+    /// The server wants the customer to complete a step first (3-D Secure, an SCA challenge, a code).
+    /// Parked: never sent, never given up, until `action_completed` (or a look-up that finds it done).
+    RequiresAction,
 }
 
 impl TransferState {
@@ -94,9 +97,10 @@ impl TransferState {
         matches!(self, Self::Succeeded | Self::Rejected | Self::Failed)
     }
 
-    /// True once a UI should stop showing progress (final, or handed to the user).
+    /// True once a UI should stop showing progress (final, or handed to the user: NeedsAttention, or
+    /// RequiresAction, which waits for the customer).
     pub fn is_settled(self) -> bool {
-        self.is_final() || self == Self::NeedsAttention
+        self.is_final() || matches!(self, Self::NeedsAttention | Self::RequiresAction)
     }
 
     pub(crate) fn as_str(self) -> &'static str {
@@ -109,6 +113,7 @@ impl TransferState {
             Self::Rejected => "rejected",
             Self::Failed => "failed",
             Self::NeedsAttention => "needs_attention",
+            Self::RequiresAction => "requires_action",
         }
     }
 
@@ -122,14 +127,89 @@ impl TransferState {
             "rejected" => Self::Rejected,
             "failed" => Self::Failed,
             "needs_attention" => Self::NeedsAttention,
+            "requires_action" => Self::RequiresAction,
             _ => return None,
         })
     }
 }
 
+/// Why the server (or the SDK) said no, as a type an app can switch over; `Other` keeps the server's
+/// own code of anything else.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RejectionReason {
+    /// The sender's account does not hold the amount.
+    InsufficientFunds,
+    /// No such recipient.
+    RecipientNotFound,
+    /// The recipient's account would exceed its highest balance.
+    RecipientLimitReached,
+    /// The server refused the request as malformed.
+    InvalidRequest,
+    /// The idempotency key was already used with another body: a bug.
+    KeyReused,
+    /// The status look-up said the server never executed it; nothing moved.
+    NotExecuted,
+    /// Any other code of the server's.
+    Other(String),
+}
+
+impl RejectionReason {
+    /// server-mock's codes, as `send_transfer` always read them.
+    pub fn of_code(code: &str) -> Self {
+        match code {
+            "insufficient_funds" => Self::InsufficientFunds,
+            "recipient_not_found" => Self::RecipientNotFound,
+            "recipient_balance_limit" => Self::RecipientLimitReached,
+            "invalid_request" => Self::InvalidRequest,
+            "idempotency_key_reused" => Self::KeyReused,
+            "not_executed" => Self::NotExecuted,
+            other => Self::Other(other.into()),
+        }
+    }
+
+    /// The stable name persisted in the store (`other:<code>` for `Other`).
+    pub(crate) fn to_stored(&self) -> String {
+        match self {
+            Self::InsufficientFunds => "insufficient_funds".into(),
+            Self::RecipientNotFound => "recipient_not_found".into(),
+            Self::RecipientLimitReached => "recipient_limit_reached".into(),
+            Self::InvalidRequest => "invalid_request".into(),
+            Self::KeyReused => "key_reused".into(),
+            Self::NotExecuted => "not_executed".into(),
+            Self::Other(code) => format!("other:{code}"),
+        }
+    }
+
+    /// Reads [`Self::to_stored`] back.
+    pub(crate) fn from_stored(s: &str) -> Self {
+        match s {
+            "insufficient_funds" => Self::InsufficientFunds,
+            "recipient_not_found" => Self::RecipientNotFound,
+            "recipient_limit_reached" => Self::RecipientLimitReached,
+            "invalid_request" => Self::InvalidRequest,
+            "key_reused" => Self::KeyReused,
+            "not_executed" => Self::NotExecuted,
+            other => Self::Other(other.strip_prefix("other:").unwrap_or(other).into()),
+        }
+    }
+}
+
+/// What the customer must do before a parked operation can go on (3-D Secure, an SCA challenge, a code).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequiredAction {
+    /// The server's code for it.
+    pub code: String,
+    /// A URL to open, if the server gave one.
+    pub url: Option<String>,
+    /// A challenge id, if the server gave one.
+    pub challenge_id: Option<String>,
+}
+
 /// Why the server (or the SDK) said no.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
+    /// What the app switches over (mapped by the response contract).
+    pub reason: RejectionReason,
     /// Stable machine code, e.g. `insufficient_funds`.
     pub code: String,
     /// Human-readable detail from the server.
@@ -138,18 +218,20 @@ pub struct Rejection {
     pub http_status: u16,
 }
 
-/// One transfer as persisted on the device.
+/// One transfer (or any other operation) as persisted on the device.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transfer {
     /// Local id, minted at confirm.
     pub local_id: String,
+    /// The operation's type name (`transfer` for `send_transfer`).
+    pub operation_type: String,
     /// Idempotency key, minted at confirm, never changed.
     pub idempotency_key: String,
-    /// Recipient user id.
+    /// Recipient user id (an operation's summary counterparty).
     pub to_user_id: String,
-    /// Amount in minor units.
+    /// Amount in minor units (an operation's summary amount).
     pub amount_minor: i64,
-    /// ISO 4217 code.
+    /// ISO 4217 code (an operation's summary currency).
     pub currency: String,
     /// Free text.
     pub note: Option<String>,
@@ -173,4 +255,6 @@ pub struct Transfer {
     pub rejection: Option<Rejection>,
     /// The success came back as a replay of an earlier attempt.
     pub replayed: bool,
+    /// While `RequiresAction`: what the customer must do.
+    pub required_action: Option<RequiredAction>,
 }

@@ -11,8 +11,9 @@ use crate::confirm::persist;
 use crate::core::{Core, TransferListener};
 use crate::error::{Result, SdkError};
 use crate::events::EventListener;
-use crate::model::{Transfer, TransferRequest};
+use crate::model::{Transfer, TransferRequest, TransferState};
 use crate::netsim::{NetsimStats, NetworkProfile};
+use crate::operation::Operation;
 use crate::sender;
 use crate::store::Store;
 use crate::transport::{HttpTransport, Transport};
@@ -98,8 +99,39 @@ impl Sdk {
     }
 
     /// The user confirmed: mints the key, commits transfer + key + exact body, and returns the persisted transfer.
+    ///
+    /// The same as [`Sdk::send_operation`] with [`Operation::transfer`]: server-mock's wire format.
     pub async fn send_transfer(&self, request: TransferRequest) -> Result<Transfer> {
-        persist(self.live()?, request).await
+        persist(self.live()?, Operation::transfer(request)).await
+    }
+
+    /// The user confirmed an operation of the app's own API: mints the key, runs its codec once,
+    /// commits operation + key + exact body + headers in one transaction, and returns it persisted.
+    /// Every attempt sends these bytes and headers, until the server's own answer ends it.
+    pub async fn send_operation(&self, operation: Operation) -> Result<Transfer> {
+        persist(self.live()?, operation).await
+    }
+
+    /// The customer completed the step the server asked for (3-D Secure, an SCA challenge, a code):
+    /// the parked operation is sent again now, with the same key and bytes.
+    ///
+    /// Returns the operation; calling it for one that is not (or no longer) parked changes nothing.
+    pub fn action_completed(&self, local_id: &str) -> Result<Transfer> {
+        let core = self.live()?;
+        let current = self.transfer(local_id)?;
+        if current.state != TransferState::RequiresAction {
+            return Ok(current);
+        }
+        // Its sending time starts again now: the time it was parked is not counted.
+        core.mark_elapsed(local_id, core.clock.monotonic_ms());
+        if !core.store.resume_action(local_id, core.clock.now_ms())? {
+            return self.transfer(local_id);
+        }
+        let resumed = self.transfer(local_id)?;
+        tracing::info!(local_id, op = %resumed.operation_type, "action completed; sending again");
+        core.publish(resumed.clone());
+        core.wake.notify_one();
+        Ok(resumed)
     }
 
     /// One transfer by local id.

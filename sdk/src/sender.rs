@@ -7,13 +7,15 @@ use std::time::Duration;
 
 use tokio::time::sleep;
 
-use crate::classify::{classify, contact, is_server_not_found, Contact, Verdict};
+use crate::classify::{classify_with, contact, Contact, Verdict};
+use crate::contract::ResponseContract;
 use crate::core::Core;
 use crate::error::Result;
 use crate::events::SdkEvent;
-use crate::model::{Rejection, Transfer, TransferState};
+use crate::model::{Rejection, RejectionReason, Transfer, TransferState};
+use crate::operation::{check_header, is_reserved, AttemptInfo};
 use crate::schedule::{next_attempt, seed_of, NextAttempt, ScheduleInput};
-use crate::store::Update;
+use crate::store::{Update, Wire};
 use crate::token;
 use crate::transport::{HttpRequest, HttpResponse, Method, TransportError};
 
@@ -154,18 +156,19 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
         attempt: transfer.attempts,
     });
 
-    // Phase 2: the same key and the same bytes, every time.
-    let (key, body) = core.store.wire(local_id)?;
+    // Phase 2: the same key, the same bytes and the same committed headers, every time.
+    let wire = core.store.wire(local_id)?;
+    let key = wire.key.clone();
     let token_generation = core.token_generation();
-    let span = tracing::info_span!("attempt", local_id, key = %key, attempt = transfer.attempts);
+    let span = tracing::info_span!("attempt", local_id, op = %wire.op_type, key = %key, attempt = transfer.attempts);
     let sent_at = std::time::Instant::now();
-    let result = send(core, Method::Post, "/v1/transfers", Some(&key), body).await;
+    let result = send_operation(core, local_id, transfer.attempts, wire).await;
     core.emit(answered(local_id, transfer.attempts, &result, sent_at));
     let verdict = verdict_of(core, &result, &key);
     let unauthorized = matches!(verdict, Verdict::AuthRequired(_));
     let token_changed = core.token_generation() != token_generation;
     let refresh = unauthorized && !token_changed && token::may_refresh(core, local_id);
-    let got = contact(&result, &key);
+    let got = contact(contract(core), &result, &key);
     if got > reached {
         durably(local_id, || core.store.raise_contact(local_id, got as i64)).await?;
     }
@@ -202,6 +205,7 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
             error: format!("{error}; asking the app for a fresh token"),
         },
         Verdict::AuthRequired(error) => Update::AuthRequired { error },
+        Verdict::RequiresAction(action) => Update::RequiresAction { action },
         Verdict::Retry {
             retry_after_ms,
             error,
@@ -213,6 +217,13 @@ pub(crate) async fn attempt(core: &Core, local_id: &str) -> Result<()> {
             retry_update(core, &transfer, &key, retry_after_ms, error, later, sending)
         }
     };
+    if matches!(update, Update::RequiresAction { .. }) {
+        // Parked: the sending time stops here and starts again when the customer is done, so the
+        // horizon never runs out while the server waits for them.
+        let parked_at =
+            elapsed.saturating_add(core.clock.monotonic_ms().saturating_sub(mono).max(0));
+        durably(local_id, || core.store.save_elapsed(local_id, parked_at)).await?;
+    }
     if !matches!(update, Update::Retry { .. } | Update::AuthRequired { .. }) {
         core.forget_elapsed(local_id);
     }
@@ -279,6 +290,10 @@ fn announce(core: &Core, t: &Transfer, now: i64) {
                 .max(0),
         },
         TransferState::NeedsAttention => SdkEvent::GaveUp { local_id },
+        TransferState::RequiresAction => SdkEvent::ActionRequired {
+            local_id,
+            operation_type: t.operation_type.clone(),
+        },
         s if s.is_final() => SdkEvent::Resolved { local_id, state: s },
         _ => return,
     };
@@ -294,6 +309,7 @@ const LOOKUP_FROM: &[TransferState] = &[
     TransferState::Retrying,
     TransferState::AuthRequired,
     TransferState::NeedsAttention,
+    TransferState::RequiresAction,
 ];
 
 /// Resolves an unknown outcome through the status look-up by key; never sends the transfer again.
@@ -310,15 +326,17 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
         return Ok(current);
     }
     let given_up = current.state == TransferState::NeedsAttention;
+    let parked = current.state == TransferState::RequiresAction;
     let key = current.idempotency_key.clone();
-    let path = format!("/v1/transfers?idempotency_key={}", percent_encode(&key));
-    let result = send(core, Method::Get, &path, None, Vec::new()).await;
+    let c = contract(core);
+    let path = c.lookup_path(&key);
+    let result = send(core, Method::Get, &path, Vec::new(), Vec::new()).await;
     let now = core.clock.now_ms();
     let later = |error: String| Update::NeedsAttention {
         next_attempt_at_ms: now + cap_ms(core),
         error,
     };
-    let update = match (&result, classify(&result, &key)) {
+    let update = match (&result, classify_with(c, &result, &key)) {
         (
             Ok(r),
             Verdict::Succeeded {
@@ -329,9 +347,13 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
             replayed: true,
             response_body: r.body.clone(),
         }),
-        (Ok(r), _) if is_server_not_found(r) => Some(Update::Ended {
+        // The server still waits for the customer (or now does): parked, never given up.
+        (Ok(_), Verdict::RequiresAction(action)) => Some(Update::RequiresAction { action }),
+        // A parked operation is not executed yet by definition: the customer may still complete it.
+        (Ok(r), _) if !parked && c.is_not_found(r) => Some(Update::Ended {
             state: TransferState::Failed,
             rejection: Rejection {
+                reason: RejectionReason::NotExecuted,
                 code: "not_executed".into(),
                 detail: "the server never executed this transfer; no money moved".into(),
                 http_status: 404,
@@ -339,11 +361,11 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
         }),
         // A stored outcome for this key (402) comes back as a replay and is as definitive as on the POST;
         // any other server problem on a look-up is about the look-up, not the transfer.
-        (Ok(r), Verdict::Rejected(rejection)) if is_replay(r) => Some(Update::Ended {
+        (Ok(r), Verdict::Rejected(rejection)) if c.is_replay(r) => Some(Update::Ended {
             state: TransferState::Rejected,
             rejection,
         }),
-        (Ok(r), Verdict::Failed(rejection)) if is_replay(r) => Some(Update::Ended {
+        (Ok(r), Verdict::Failed(rejection)) if c.is_replay(r) => Some(Update::Ended {
             state: TransferState::Failed,
             rejection,
         }),
@@ -363,11 +385,6 @@ pub(crate) async fn look_up(core: &Core, local_id: &str) -> Result<Transfer> {
     Ok(transfer)
 }
 
-fn is_replay(r: &HttpResponse) -> bool {
-    r.header("idempotent-replayed")
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-}
-
 /// Why a look-up answer left the outcome unknown, for the transfer's last error.
 fn lookup_unknown(r: &HttpResponse, verdict: Verdict) -> String {
     let what = match verdict {
@@ -379,6 +396,7 @@ fn lookup_unknown(r: &HttpResponse, verdict: Verdict) -> String {
             )
         }
         Verdict::Succeeded { .. } => format!("{}", r.status),
+        Verdict::RequiresAction(a) => format!("{} {} (action required)", r.status, a.code),
     };
     format!("look-up answered {what}; outcome still unknown")
 }
@@ -448,19 +466,75 @@ fn cap_ms(core: &Core) -> i64 {
     core.config.retry.cap.as_millis() as i64
 }
 
+/// The contract this SDK reads answers with.
+fn contract(core: &Core) -> &ResponseContract {
+    &core.config.contract
+}
+
+/// Sends an operation's committed request: its method, path, headers and bytes, plus the SDK's own
+/// headers and the app's per-attempt ones (which never replace a committed or an SDK header).
+async fn send_operation(
+    core: &Core,
+    local_id: &str,
+    attempt: u32,
+    wire: Wire,
+) -> std::result::Result<HttpResponse, TransportError> {
+    let Some(method) = Method::parse(&wire.method) else {
+        return Err(TransportError::Connection(format!(
+            "stored method {:?} is unknown",
+            wire.method
+        )));
+    };
+    let mut headers = wire.headers;
+    if !wire.body.is_empty() && !headers.iter().any(|(n, _)| n == "content-type") {
+        // A row written before operations: server-mock's JSON, as it was always sent.
+        headers.push(("content-type".into(), "application/json".into()));
+    }
+    let key_header = contract(core).key_header.to_ascii_lowercase();
+    headers.retain(|(n, _)| *n != key_header);
+    headers.push((key_header, wire.key.clone()));
+    if let Some(provider) = &core.config.header_provider {
+        let info = AttemptInfo {
+            local_id: local_id.to_string(),
+            operation_type: wire.op_type.clone(),
+            idempotency_key: wire.key.clone(),
+            attempt,
+        };
+        let extra =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| provider.headers(&info)))
+                .unwrap_or_else(|_| {
+                    tracing::warn!(
+                        local_id,
+                        "the header provider panicked; attempt sent without its headers"
+                    );
+                    Vec::new()
+                });
+        for (name, value) in extra {
+            let name = name.to_ascii_lowercase();
+            let taken =
+                is_reserved(&name) || name == "accept" || headers.iter().any(|(n, _)| *n == name);
+            if taken || check_header(&name, &value).is_err() {
+                tracing::warn!(local_id, header = %name, "a provided header was dropped (reserved, committed or malformed)");
+                continue;
+            }
+            headers.push((name, value));
+        }
+    }
+    send(core, method, &wire.path, headers, wire.body).await
+}
+
 async fn send(
     core: &Core,
     method: Method,
     path: &str,
-    key: Option<&str>,
+    extra: Vec<(String, String)>,
     body: Vec<u8>,
 ) -> std::result::Result<HttpResponse, TransportError> {
     let mut headers = vec![("accept".to_string(), "application/json".to_string())];
-    if method == Method::Post {
-        headers.push(("content-type".into(), "application/json".into()));
-    }
-    if let Some(key) = key {
-        headers.push(("idempotency-key".into(), key.to_string()));
+    if !extra.iter().any(|(n, _)| n == "accept") {
+        headers.extend(extra);
+    } else {
+        headers = extra;
     }
     if let Some(token) = core.access_token() {
         headers.push(("authorization".into(), format!("Bearer {token}")));
@@ -478,23 +552,11 @@ async fn send(
         .await
 }
 
-fn percent_encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// The verdict on a POST's answer: `classify`, or in a test-only build the legacy rule.
 fn verdict_of(core: &Core, result: &Result<HttpResponse, TransportError>, key: &str) -> Verdict {
     #[cfg(feature = "legacy-classify")]
     if core.config.unsafe_legacy_classify {
         return crate::classify::legacy(result);
     }
-    let _ = core;
-    classify(result, key)
+    classify_with(contract(core), result, key)
 }

@@ -6,6 +6,7 @@ mod account;
 mod file;
 mod history;
 mod insert;
+mod migrate;
 mod wake;
 
 pub use account::Wiped;
@@ -19,13 +20,16 @@ use std::sync::{Mutex, MutexGuard};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::{Result, SdkError};
-use crate::model::{Rejection, Transfer, TransferState};
+use crate::model::{Rejection, RejectionReason, RequiredAction, Transfer, TransferState};
 use file::{check_is_ours, make_private, take_instance_lock, APPLICATION_ID};
 
 /// 2: `elapsed_ms`, the sending time measured on a monotonic clock, and `contact`, how far an attempt
 /// got (issue 13). The history and retention indexes need no new version: an older SDK reads a file
 /// that has them, and opening with this one adds them to an older file.
-const SCHEMA_VERSION: i64 = 2;
+/// 3: operations (issue 35): `op_type`, `method`, `path`, `headers` (the app's request, committed with
+/// the body), `reject_reason` (the contract's typed reason) and the parked action (`action_*`). An
+/// older SDK must not open such a file: it would send a payout to `/v1/transfers`.
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 /// Commits between two WAL checkpoints (~7 pages each: a WAL of ~14 MB at most between them). A
 /// confirmation that arrives while one runs waits for it, so they are kept rare (1 in 500, out of the p99).
@@ -54,7 +58,15 @@ CREATE TABLE IF NOT EXISTS transfers (
     replayed           INTEGER NOT NULL DEFAULT 0,
     response_body      BLOB,
     elapsed_ms         INTEGER NOT NULL DEFAULT 0,
-    contact            INTEGER NOT NULL DEFAULT 0
+    contact            INTEGER NOT NULL DEFAULT 0,
+    op_type            TEXT NOT NULL DEFAULT 'transfer',
+    method             TEXT NOT NULL DEFAULT 'POST',
+    path               TEXT NOT NULL DEFAULT '/v1/transfers',
+    headers            TEXT NOT NULL DEFAULT '[]',
+    reject_reason      TEXT,
+    action_code        TEXT,
+    action_url         TEXT,
+    action_challenge   TEXT
 );
 CREATE INDEX IF NOT EXISTS transfers_due ON transfers(state, next_attempt_at_ms);
 CREATE INDEX IF NOT EXISTS transfers_history ON transfers(created_at_ms, local_id);
@@ -63,10 +75,28 @@ CREATE INDEX IF NOT EXISTS transfers_finished ON transfers(state, updated_at_ms)
 
 const COLUMNS: &str = "local_id, idem_key, to_user_id, amount_minor, currency, note, state, attempts, created_at_ms, \
     updated_at_ms, last_attempt_at_ms, next_attempt_at_ms, last_error, server_transfer_id, reject_code, reject_detail, \
-    reject_status, replayed";
+    reject_status, replayed, op_type, reject_reason, action_code, action_url, action_challenge";
 
-/// States the sender still works on.
-const UNFINISHED: &str = "('pending','sending','retrying','auth_required','needs_attention')";
+/// States the sender still works on (or that wait for the app).
+const UNFINISHED: &str =
+    "('pending','sending','retrying','auth_required','needs_attention','requires_action')";
+
+/// What an attempt sends: everything committed at confirm.
+#[derive(Debug, Clone)]
+pub struct Wire {
+    /// The idempotency key.
+    pub key: String,
+    /// The exact body bytes.
+    pub body: Vec<u8>,
+    /// Method name (`POST`, `PUT`, `PATCH`, `DELETE`).
+    pub method: String,
+    /// Path below the base URL.
+    pub path: String,
+    /// The committed headers.
+    pub headers: Vec<(String, String)>,
+    /// The operation type name.
+    pub op_type: String,
+}
 
 /// How an attempt ended, as written back to the store.
 #[derive(Debug, Clone)]
@@ -89,6 +119,8 @@ pub enum Update {
     },
     /// Wait for a token.
     AuthRequired { error: String },
+    /// Parked until the customer completes a step (`action_completed`).
+    RequiresAction { action: RequiredAction },
     /// Give-up horizon reached; resolved by look-ups from `next_attempt_at_ms` on.
     NeedsAttention {
         next_attempt_at_ms: i64,
@@ -112,7 +144,7 @@ impl Store {
         check_is_ours(path)?;
         let lock = take_instance_lock(path)?;
         make_private(path)?;
-        let conn = Connection::open(path)?;
+        let mut conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // WAL + FULL: a committed transfer survives a crash or power loss before the first byte is sent.
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
@@ -153,26 +185,8 @@ impl Store {
             }
         }
         conn.execute_batch(SCHEMA)?;
-        // A version-1 file: its transfers start with no measured sending time and no known contact.
-        for (column, ddl) in [
-            (
-                "elapsed_ms",
-                "ALTER TABLE transfers ADD COLUMN elapsed_ms INTEGER NOT NULL DEFAULT 0",
-            ),
-            (
-                "contact",
-                "ALTER TABLE transfers ADD COLUMN contact INTEGER NOT NULL DEFAULT 0",
-            ),
-        ] {
-            let present: i64 = conn.query_row(
-                "SELECT count(*) FROM pragma_table_info('transfers') WHERE name = ?1",
-                [column],
-                |r| r.get(0),
-            )?;
-            if present == 0 {
-                conn.execute_batch(ddl)?;
-            }
-        }
+        migrate::to_v2(&conn)?;
+        migrate::to_v3(&mut conn, version)?;
         // Each pragma write is a commit (an fsync): at every open after the first they are already set.
         let app_id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
         if version != SCHEMA_VERSION || app_id != APPLICATION_ID {
@@ -263,12 +277,26 @@ impl Store {
         Ok(())
     }
 
-    /// The exact bytes and key to send for a transfer.
-    pub fn wire(&self, local_id: &str) -> Result<(String, Vec<u8>)> {
+    /// The exact request to send for an operation: key, bytes, method, path, headers.
+    pub fn wire(&self, local_id: &str) -> Result<Wire> {
         let conn = self.conn();
         let wire = conn
-            .prepare_cached("SELECT idem_key, body FROM transfers WHERE local_id = ?1")?
-            .query_row([local_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .prepare_cached(
+                "SELECT idem_key, body, method, path, headers, op_type FROM transfers WHERE local_id = ?1",
+            )?
+            .query_row([local_id], |r| {
+                let headers: String = r.get(4)?;
+                Ok(Wire {
+                    key: r.get(0)?,
+                    body: r.get(1)?,
+                    method: r.get(2)?,
+                    path: r.get(3)?,
+                    headers: serde_json::from_str(&headers).map_err(|e| {
+                        rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Text, e.into())
+                    })?,
+                    op_type: r.get(5)?,
+                })
+            })
             .optional()?;
         wire.ok_or_else(|| SdkError::NotFound(local_id.into()))
     }
@@ -362,9 +390,17 @@ impl Store {
                 Update::Ended { state, rejection } => exec(&conn,
                     &format!(
                         "UPDATE transfers SET state=?2, reject_code=?3, reject_detail=?4, reject_status=?5, \
-                         next_attempt_at_ms=NULL, updated_at_ms=?6 {guard}"
+                         next_attempt_at_ms=NULL, updated_at_ms=?6, reject_reason=?7 {guard}"
                     ),
-                    params![local_id, state.as_str(), rejection.code, rejection.detail, rejection.http_status, now_ms],
+                    params![local_id, state.as_str(), rejection.code, rejection.detail, rejection.http_status, now_ms,
+                        rejection.reason.to_stored()],
+                )?,
+                Update::RequiresAction { action } => exec(&conn,
+                    &format!(
+                        "UPDATE transfers SET state='requires_action', next_attempt_at_ms=NULL, last_error=?2, \
+                         action_code=?2, action_url=?3, action_challenge=?4, updated_at_ms=?5 {guard}"
+                    ),
+                    params![local_id, action.code, action.url, action.challenge_id, now_ms],
                 )?,
                 Update::Retry { next_attempt_at_ms, error } => exec(&conn,
                     &format!(
@@ -424,6 +460,31 @@ impl Store {
         self.move_to_due("state = 'auth_required'", now_ms)
     }
 
+    /// The customer completed the step: the parked operation is due now (same key, same bytes).
+    /// Returns false when it was not parked.
+    pub fn resume_action(&self, local_id: &str, now_ms: i64) -> Result<bool> {
+        let changed = exec(
+            &self.conn(),
+            "UPDATE transfers SET state='retrying', next_attempt_at_ms=?2, updated_at_ms=?2, \
+             last_error='the customer completed the required action' \
+             WHERE local_id=?1 AND state='requires_action'",
+            params![local_id, now_ms],
+        )?;
+        self.committed();
+        Ok(changed > 0)
+    }
+
+    /// Persists the sending time measured so far (a parked operation's clock stops here).
+    pub fn save_elapsed(&self, local_id: &str, elapsed_ms: i64) -> Result<()> {
+        exec(
+            &self.conn(),
+            "UPDATE transfers SET elapsed_ms = max(elapsed_ms, ?2) WHERE local_id = ?1",
+            params![local_id, elapsed_ms],
+        )?;
+        self.committed();
+        Ok(())
+    }
+
     fn move_to_due(&self, filter: &str, now_ms: i64) -> Result<Vec<String>> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
@@ -448,20 +509,31 @@ fn exec(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> rusqlite
 fn read_transfer(r: &Row<'_>) -> rusqlite::Result<Transfer> {
     let state: String = r.get(6)?;
     let reject_code: Option<String> = r.get(14)?;
+    let state = TransferState::parse(&state).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            6,
+            rusqlite::types::Type::Text,
+            format!("unknown state {state}").into(),
+        )
+    })?;
+    let action_code: Option<String> = r.get(20)?;
+    let required_action = match action_code {
+        Some(code) if state == TransferState::RequiresAction => Some(RequiredAction {
+            code,
+            url: r.get(21)?,
+            challenge_id: r.get(22)?,
+        }),
+        _ => None,
+    };
     Ok(Transfer {
         local_id: r.get(0)?,
+        operation_type: r.get(18)?,
         idempotency_key: r.get(1)?,
         to_user_id: r.get(2)?,
         amount_minor: r.get(3)?,
         currency: r.get(4)?,
         note: r.get(5)?,
-        state: TransferState::parse(&state).ok_or_else(|| {
-            rusqlite::Error::FromSqlConversionFailure(
-                6,
-                rusqlite::types::Type::Text,
-                format!("unknown state {state}").into(),
-            )
-        })?,
+        state,
         attempts: r.get(7)?,
         created_at_ms: r.get(8)?,
         updated_at_ms: r.get(9)?,
@@ -471,6 +543,11 @@ fn read_transfer(r: &Row<'_>) -> rusqlite::Result<Transfer> {
         server_transfer_id: r.get(13)?,
         rejection: match reject_code {
             Some(code) => Some(Rejection {
+                // A row written before reasons were stored: server-mock's codes, as they were read then.
+                reason: match r.get::<_, Option<String>>(19)? {
+                    Some(stored) => RejectionReason::from_stored(&stored),
+                    None => RejectionReason::of_code(&code),
+                },
                 code,
                 detail: r.get::<_, Option<String>>(15)?.unwrap_or_default(),
                 http_status: r.get(16)?,
@@ -478,5 +555,6 @@ fn read_transfer(r: &Row<'_>) -> rusqlite::Result<Transfer> {
             None => None,
         },
         replayed: r.get(17)?,
+        required_action,
     })
 }

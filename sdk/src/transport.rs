@@ -14,6 +14,26 @@ pub enum Method {
     Get,
     /// Create.
     Post,
+    /// Replace (an operation the app describes).
+    Put,
+    /// Change (an operation the app describes).
+    Patch,
+    /// Remove (an operation the app describes).
+    Delete,
+}
+
+impl Method {
+    /// The method of its stored name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "GET" => Self::Get,
+            "POST" => Self::Post,
+            "PUT" => Self::Put,
+            "PATCH" => Self::Patch,
+            "DELETE" => Self::Delete,
+            _ => return None,
+        })
+    }
 }
 
 /// One request, fully materialised so it can be replayed byte for byte.
@@ -103,6 +123,9 @@ impl Transport for HttpTransport {
             let mut builder = match request.method {
                 Method::Get => self.client.get(&request.url),
                 Method::Post => self.client.post(&request.url).body(request.body),
+                Method::Put => self.client.put(&request.url).body(request.body),
+                Method::Patch => self.client.patch(&request.url).body(request.body),
+                Method::Delete => self.client.delete(&request.url).body(request.body),
             };
             for (name, value) in &request.headers {
                 builder = builder.header(name, value);

@@ -21,5 +21,6 @@ pub fn config(db: String) -> SendOnceConfig {
         token_timeout: None,
         background_wake_window: Some(Duration::ZERO),
         log_personal_data: false,
+        contract: None,
     }
 }

@@ -4,19 +4,21 @@ use rusqlite::{params, Connection};
 
 use super::Store;
 use crate::error::Result;
-use crate::model::{Transfer, TransferRequest, TransferState};
+use crate::model::{Transfer, TransferState};
+use crate::operation::Committed;
 
-/// A transfer to commit: ids and key minted, body serialised, before the store is touched.
+/// An operation to commit: ids and key minted, body and headers fixed, before the store is touched.
 pub struct NewTransfer {
     pub local_id: String,
     pub key: String,
-    pub request: TransferRequest,
-    pub body: Vec<u8>,
+    pub op: Committed,
     pub now_ms: i64,
 }
 
-const INSERT: &str = "INSERT INTO transfers (local_id, idem_key, to_user_id, amount_minor, currency, note, body, \
-    state, created_at_ms, updated_at_ms, next_attempt_at_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,'pending',?8,?8,?8)";
+const INSERT: &str =
+    "INSERT INTO transfers (local_id, idem_key, to_user_id, amount_minor, currency, note, body, \
+    state, created_at_ms, updated_at_ms, next_attempt_at_ms, op_type, method, path, headers) \
+    VALUES (?1,?2,?3,?4,?5,?6,?7,'pending',?8,?8,?8,?9,?10,?11,?12)";
 
 impl Store {
     /// Transfer, key and exact body in one statement, one transaction, one fsync.
@@ -58,29 +60,49 @@ impl Store {
 }
 
 fn insert_row(conn: &Connection, new: &NewTransfer) -> rusqlite::Result<usize> {
-    let r = &new.request;
+    let op = &new.op;
+    let s = &op.summary;
+    let headers = serde_json::to_string(&op.headers)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))?;
     conn.prepare_cached(INSERT)?.execute(params![
         new.local_id,
         new.key,
-        r.to_user_id,
-        r.amount_minor,
-        r.currency,
-        r.note,
-        new.body,
-        new.now_ms
+        s.counterparty,
+        s.amount_minor,
+        s.currency,
+        s.note,
+        op.body,
+        new.now_ms,
+        op.type_name,
+        method_name(op.method),
+        op.path,
+        headers,
     ])
+}
+
+/// The stored name of a method.
+pub(crate) fn method_name(m: crate::transport::Method) -> &'static str {
+    use crate::transport::Method as M;
+    match m {
+        M::Get => "GET",
+        M::Post => "POST",
+        M::Put => "PUT",
+        M::Patch => "PATCH",
+        M::Delete => "DELETE",
+    }
 }
 
 /// The row is exactly what was written: no need to read it back.
 fn inserted(new: &NewTransfer) -> Transfer {
-    let r = &new.request;
+    let s = &new.op.summary;
     Transfer {
         local_id: new.local_id.clone(),
+        operation_type: new.op.type_name.clone(),
         idempotency_key: new.key.clone(),
-        to_user_id: r.to_user_id.clone(),
-        amount_minor: r.amount_minor,
-        currency: r.currency.clone(),
-        note: r.note.clone(),
+        to_user_id: s.counterparty.clone(),
+        amount_minor: s.amount_minor,
+        currency: s.currency.clone(),
+        note: s.note.clone(),
         state: TransferState::Pending,
         attempts: 0,
         created_at_ms: new.now_ms,
@@ -91,5 +113,6 @@ fn inserted(new: &NewTransfer) -> Transfer {
         server_transfer_id: None,
         rejection: None,
         replayed: false,
+        required_action: None,
     }
 }

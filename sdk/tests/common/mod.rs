@@ -146,6 +146,7 @@ pub async fn outcome(sdk: &Sdk, id: &str) -> sendonce::Transfer {
         .expect("no outcome within 30 s")
         .unwrap()
 }
+pub mod bank;
 pub mod logs;
 pub mod scripted;
 pub mod tmpfs;

@@ -132,6 +132,9 @@ impl Transport for LinkTransport {
         let method = match request.method {
             sendonce::transport::Method::Get => Method::GET,
             sendonce::transport::Method::Post => Method::POST,
+            sendonce::transport::Method::Put => Method::PUT,
+            sendonce::transport::Method::Patch => Method::PATCH,
+            sendonce::transport::Method::Delete => Method::DELETE,
         };
         let path = path_of(&request.url);
         self.0.call(method, path, request.headers, request.body)

@@ -15,6 +15,7 @@ extension SendOnceError: LocalizedError {
         case .InvalidRecipient: "invalid_recipient"
         case .InvalidNote: "invalid_note"
         case .InvalidConfig: "invalid_config"
+        case .InvalidOperation: "invalid_operation"
         case .StorageCorrupt: "storage_corrupt"
         case .StorageFull: "storage_full"
         case .StorageUnavailable: "storage_unavailable"

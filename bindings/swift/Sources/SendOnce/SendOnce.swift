@@ -486,6 +486,7 @@ public extension ComposerState {
         case let .done(receipt): return receipt
         case let .rejected(_, transfer): return transfer
         case let .needsAttention(transfer): return transfer
+        case let .requiresAction(transfer, _): return transfer
         }
     }
 }

@@ -37,7 +37,8 @@ extension DemoUiState {
         case .submitting, .waiting: screen = .progress
         case .done: screen = .receipt
         case .rejected: screen = .rejected
-        case .needsAttention: screen = .needsAttention
+        // server-mock never asks for an action; were it to, the user has something to do.
+        case .needsAttention, .requiresAction: screen = .needsAttention
         }
         let validation = Texts.validation(recipient: m.recipient, amount: m.amount)
         ui.loading = m.loading
@@ -78,7 +79,7 @@ extension DemoUiState {
         }
         switch cs {
         case let .rejected(reason, transfer): ui.errorText = m.errorText ?? Texts.rejectionText(reason, transfer)
-        case .needsAttention: ui.errorText = m.errorText ?? Texts.needsAttention
+        case .needsAttention, .requiresAction: ui.errorText = m.errorText ?? Texts.needsAttention
         default: ui.errorText = m.errorText
         }
         ui.notice = m.notice

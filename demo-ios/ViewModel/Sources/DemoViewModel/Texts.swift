@@ -99,7 +99,7 @@ public enum Texts {
         case .succeeded: return text("demo.state.succeeded")
         case .rejected: return text("demo.state.rejected", shortReason(t.rejection))
         case .failed: return text("demo.state.failed", shortReason(t.rejection))
-        case .needsAttention: return text("demo.state.needs_attention")
+        case .needsAttention, .requiresAction: return text("demo.state.needs_attention")
         }
     }
 

@@ -14,6 +14,7 @@ val SendOnceException.messageKey: String
         is SendOnceException.InvalidRecipient -> "invalid_recipient"
         is SendOnceException.InvalidNote -> "invalid_note"
         is SendOnceException.InvalidConfig -> "invalid_config"
+        is SendOnceException.InvalidOperation -> "invalid_operation"
         is SendOnceException.StorageCorrupt -> "storage_corrupt"
         is SendOnceException.StorageFull -> "storage_full"
         is SendOnceException.StorageUnavailable -> "storage_unavailable"

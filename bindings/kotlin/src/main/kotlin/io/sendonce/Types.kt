@@ -22,4 +22,5 @@ val ComposerState.currentTransfer: Transfer?
         is ComposerState.Done -> receipt
         is ComposerState.Rejected -> transfer
         is ComposerState.NeedsAttention -> transfer
+        is ComposerState.RequiresAction -> transfer
     }

@@ -396,14 +396,15 @@ class DemoViewModel(
             is ComposerState.Submitting, is ComposerState.Waiting -> Screen.PROGRESS
             is ComposerState.Done -> Screen.RECEIPT
             is ComposerState.Rejected -> Screen.REJECTED
-            is ComposerState.NeedsAttention -> Screen.NEEDS_ATTENTION
+            // server-mock never asks for an action; were it to, the user has something to do.
+            is ComposerState.NeedsAttention, is ComposerState.RequiresAction -> Screen.NEEDS_ATTENTION
         }
         val validation = Texts.validation(m.recipient, m.amount)
         val showValidation = m.showValidation || m.amount.isNotEmpty()
         val current = cs.currentTransfer
         val derivedError = when (cs) {
             is ComposerState.Rejected -> Texts.rejectionText(cs.reason, cs.transfer)
-            is ComposerState.NeedsAttention -> Texts.needsAttention
+            is ComposerState.NeedsAttention, is ComposerState.RequiresAction -> Texts.needsAttention
             else -> null
         }
         return DemoUiState(

@@ -93,7 +93,7 @@ object Texts {
         TransferState.SUCCEEDED -> text("demo.state.succeeded")
         TransferState.REJECTED -> text("demo.state.rejected", shortReason(t.rejection))
         TransferState.FAILED -> text("demo.state.failed", shortReason(t.rejection))
-        TransferState.NEEDS_ATTENTION -> text("demo.state.needs_attention")
+        TransferState.NEEDS_ATTENTION, TransferState.REQUIRES_ACTION -> text("demo.state.needs_attention")
     }
 
     /**

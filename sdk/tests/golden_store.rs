@@ -1,0 +1,169 @@
+//! A store file written by the SDK before operations existed (schema 2, `tests/golden/store-v2.db`,
+//! made by the code at 006aa8f: one succeeded transfer, one retrying after a 503, two pending while
+//! offline) opens with this SDK, migrates to schema 3, and its transfers finish with the keys and the
+//! exact bytes committed then.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use common::scripted::{base_config, serve, wait, Script, Shared};
+use sendonce::{RejectionReason, Sdk, TransferState};
+
+struct Row {
+    key: String,
+    body: Vec<u8>,
+    state: String,
+}
+
+fn rows(db: &std::path::Path) -> HashMap<String, Row> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT local_id, idem_key, body, state FROM transfers")
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            Row {
+                key: r.get(1)?,
+                body: r.get(2)?,
+                state: r.get(3)?,
+            },
+        ))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+fn user_version(db: &std::path::Path) -> i64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_version_2_store_opens_migrates_and_finishes_with_the_same_keys_and_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("device.db");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/store-v2.db"),
+        &db,
+    )
+    .unwrap();
+    assert_eq!(user_version(&db), 2, "the golden file is the old schema");
+    let before = rows(&db);
+    assert_eq!(before.len(), 4);
+    let script: Shared = Arc::new(Mutex::new(Script::default()));
+    let url = serve(script.clone()).await;
+    let sdk = Sdk::open(base_config(&url, &db).build().unwrap()).unwrap();
+    for (id, row) in &before {
+        let t = wait(&sdk, id).await;
+        assert_eq!(t.state, TransferState::Succeeded, "{id}: {t:?}");
+        assert_eq!(t.idempotency_key, row.key, "the key minted by the old SDK");
+        assert_eq!(t.operation_type, "transfer");
+    }
+    let arrivals = script.lock().unwrap().arrivals.clone();
+    let unfinished: Vec<&Row> = before.values().filter(|r| r.state != "succeeded").collect();
+    assert_eq!(
+        arrivals.len(),
+        unfinished.len(),
+        "one attempt each, nothing for the finished one"
+    );
+    for row in unfinished {
+        let sent = arrivals
+            .iter()
+            .find(|a| a.key == row.key)
+            .expect("every unfinished transfer was sent under its old key");
+        assert_eq!(
+            sent.body, row.body,
+            "the exact bytes committed by the old SDK"
+        );
+    }
+    // The old succeeded transfer kept its server id, and its history reads as before.
+    let done = before
+        .iter()
+        .find(|(_, r)| r.state == "succeeded")
+        .unwrap()
+        .0;
+    assert_eq!(
+        sdk.transfer(done).unwrap().server_transfer_id.as_deref(),
+        Some("t_1")
+    );
+    assert_eq!(sdk.transfers().unwrap().len(), 4);
+    sdk.close();
+    drop(sdk);
+    assert_eq!(user_version(&db), 3);
+    // Opening again migrates nothing twice and changes nothing.
+    let sdk = Sdk::open(base_config(&url, &db).build().unwrap()).unwrap();
+    assert!(sdk.unfinished_transfers().unwrap().is_empty());
+    sdk.close();
+}
+
+#[test]
+fn a_rejection_written_before_reasons_were_stored_reads_with_server_mocks_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("device.db");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/store-v2.db"),
+        &db,
+    )
+    .unwrap();
+    {
+        // As the old SDK recorded a 402: a code, no reason column.
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute(
+            "UPDATE transfers SET state='rejected', reject_code='insufficient_funds', reject_detail='', \
+             reject_status=402, next_attempt_at_ms=NULL WHERE state <> 'succeeded'",
+            [],
+        )
+        .unwrap();
+    }
+    let sdk = Sdk::open(
+        sendonce::SdkConfig::builder("http://127.0.0.1:9", &db)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    let rejected: Vec<_> = sdk
+        .transfers()
+        .unwrap()
+        .into_iter()
+        .filter(|t| t.state == TransferState::Rejected)
+        .collect();
+    assert_eq!(rejected.len(), 3);
+    for t in rejected {
+        assert_eq!(
+            t.rejection.unwrap().reason,
+            RejectionReason::InsufficientFunds
+        );
+    }
+    sdk.close();
+}
+
+#[test]
+fn a_file_of_a_newer_schema_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("device.db");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/store-v2.db"),
+        &db,
+    )
+    .unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("PRAGMA user_version=4")
+        .unwrap();
+    let err = Sdk::open(
+        sendonce::SdkConfig::builder("http://127.0.0.1:9", &db)
+            .build()
+            .unwrap(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, sendonce::SdkError::StorageCorrupt(_)),
+        "{err:?}"
+    );
+    assert_eq!(user_version(&db), 4);
+}
