@@ -10,6 +10,8 @@ pub struct ServerConfig {
     pub db: String,
     /// Most PostgreSQL connections this instance opens (unused with SQLite).
     pub db_pool: usize,
+    /// How long PostgreSQL may make this instance wait (unused with SQLite).
+    pub db_timeouts: DbTimeouts,
     /// How long a finished idempotency key is remembered (must exceed the client's retry window).
     pub key_window: Duration,
     /// How long a key may stay `IN_PROGRESS` before the reaper resolves it.
@@ -48,6 +50,7 @@ impl Default for ServerConfig {
         Self {
             db: ":memory:".to_string(),
             db_pool: crate::store::postgres::DEFAULT_POOL_SIZE,
+            db_timeouts: DbTimeouts::default(),
             key_window: Duration::from_secs(48 * 3600),
             lock_timeout: Duration::from_secs(60),
             gateway_delay: Duration::from_millis(5),
@@ -85,6 +88,39 @@ impl Default for Limits {
             // Above the longest injected gateway delay a test uses, below a client's patience.
             request_timeout: Duration::from_secs(60),
             max_connections: 1024,
+        }
+    }
+}
+
+/// The PostgreSQL session limits every pooled connection of an instance runs under, so a
+/// session frozen inside a transaction (a stopped instance, a paused VM, an idle `psql`)
+/// costs the others at most a bounded wait and a retryable answer, never a hang.
+///
+/// Why these defaults (server-mock/README.md, "Long transactions"): every transaction of
+/// a request runs for milliseconds, so a lock wait of [`DbTimeouts::lock`] (2 s) already
+/// means someone is stuck — the request gives up, releases its key and answers 503 with
+/// `Retry-After`, well inside a client's patience and the key's lease (60 s). A statement
+/// may run for [`DbTimeouts::statement`] (10 s): ten times the slowest read of the
+/// benchmarks, a sixth of the request timeout. A session idle inside its transaction for
+/// [`DbTimeouts::idle_in_transaction`] (5 s) is ended by the server — only a frozen
+/// instance is idle there longer than a scheduling hiccup — so its row locks come free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DbTimeouts {
+    /// `lock_timeout`: longest wait for any lock (row, table, advisory).
+    pub lock: Duration,
+    /// `statement_timeout`: longest run of one statement.
+    pub statement: Duration,
+    /// `idle_in_transaction_session_timeout`: a session idle this long inside a
+    /// transaction is ended by the server, its transaction rolled back.
+    pub idle_in_transaction: Duration,
+}
+
+impl Default for DbTimeouts {
+    fn default() -> Self {
+        Self {
+            lock: Duration::from_secs(2),
+            statement: Duration::from_secs(10),
+            idle_in_transaction: Duration::from_secs(5),
         }
     }
 }

@@ -45,8 +45,8 @@ pub struct AppState {
     pub config: ServerConfig,
     /// The storage backend (SQLite or PostgreSQL), chosen by `config.db`.
     pub store: SharedStore,
-    /// The one clock.
-    pub clock: Clock,
+    /// The one clock (shared with the store, which publishes it for expiry).
+    pub clock: Arc<Clock>,
     /// Injected faults.
     pub faults: Faults,
     /// Who this server process is: key locks it holds carry its id, and lock ages are
@@ -60,6 +60,16 @@ pub struct AppState {
     pub relay_wake: Notify,
     /// Wakes the reaper (the clock moved).
     pub reaper_wake: Notify,
+    /// The newest claim this process made: its wall time, and the monotonic instant then
+    /// (the floor of [`AppState::expiry_now`]).
+    newest_claim: std::sync::Mutex<Option<(i64, tokio::time::Instant)>>,
+}
+
+/// The wall time of `anchor` (wall ms, monotonic instant) carried forward to `at` by the
+/// monotonic clock.
+fn projected((wall_ms, since): (i64, tokio::time::Instant), at: tokio::time::Instant) -> i64 {
+    let elapsed = at.saturating_duration_since(since).as_millis();
+    wall_ms.saturating_add(i64::try_from(elapsed).unwrap_or(i64::MAX))
 }
 
 /// Handle to the shared state.
@@ -72,12 +82,20 @@ impl AppState {
         let (store, clock) = match config.simulated_start_ms {
             Some(start) => (
                 store::open_inline(&config.db, instance.clone())?,
-                Clock::simulated(start),
+                Arc::new(Clock::simulated(start)),
             ),
-            None => (
-                store::open(&config.db, config.db_pool, instance.clone()).await?,
-                Clock::default(),
-            ),
+            None => {
+                let clock = Arc::new(Clock::default());
+                let store = store::open(
+                    &config.db,
+                    config.db_pool,
+                    config.db_timeouts,
+                    instance.clone(),
+                    clock.clone(),
+                )
+                .await?;
+                (store, clock)
+            }
         };
         Ok(Arc::new(Self {
             faults: Faults::new(config.gateway_delay),
@@ -89,7 +107,32 @@ impl AppState {
             clock,
             relay_wake: Notify::new(),
             reaper_wake: Notify::new(),
+            newest_claim: std::sync::Mutex::new(None),
         }))
+    }
+
+    /// Notes a key claimed at wall time `now_ms` (see [`AppState::expiry_now`]).
+    pub(crate) fn note_claim(&self, now_ms: i64) {
+        let at = tokio::time::Instant::now();
+        let mut newest = self.newest_claim.lock().unwrap_or_else(|p| p.into_inner());
+        if newest.is_none_or(|anchor| now_ms > projected(anchor, at)) {
+            *newest = Some((now_ms, at));
+        }
+    }
+
+    /// The time key expiry goes by: this clock's now, but never later than the newest claim
+    /// this process made plus the monotonic time since (`None` before its first claim:
+    /// nothing to expire by yet). A wall clock stepped forward expires nothing by itself:
+    /// only elapsed time, or claims stamped by the new time, move expiry on. (A process
+    /// cannot tell a step from elapsed time once it serves claims at the stepped time; on
+    /// PostgreSQL the other live instances' clocks bound it too, see the store's `expire`.)
+    pub fn expiry_now(&self) -> Option<i64> {
+        let anchor = (*self.newest_claim.lock().unwrap_or_else(|p| p.into_inner()))?;
+        Some(
+            self.clock
+                .now_ms()
+                .min(projected(anchor, tokio::time::Instant::now())),
+        )
     }
 
     /// Largest amount a transfer may move now.

@@ -22,6 +22,16 @@ struct Args {
     /// Most PostgreSQL connections this instance opens; requests beyond wait, then get 503.
     #[arg(long, default_value_t = server_mock::store::postgres::DEFAULT_POOL_SIZE)]
     db_pool: usize,
+    /// PostgreSQL `lock_timeout`: a request waiting longer for a lock gives up with 503.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    db_lock_timeout: Duration,
+    /// PostgreSQL `statement_timeout`: the longest one statement may run.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    db_statement_timeout: Duration,
+    /// PostgreSQL `idle_in_transaction_session_timeout`: a session (of a frozen instance)
+    /// idle this long inside a transaction is ended, and its locks come free.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    db_idle_in_transaction_timeout: Duration,
     /// How long idempotency keys are kept (e.g. 48h).
     #[arg(long, default_value = "48h", value_parser = parse_duration)]
     key_window: Duration,
@@ -95,6 +105,11 @@ async fn main() -> ExitCode {
     let config = ServerConfig {
         db: args.db,
         db_pool: args.db_pool.max(1),
+        db_timeouts: server_mock::config::DbTimeouts {
+            lock: args.db_lock_timeout,
+            statement: args.db_statement_timeout,
+            idle_in_transaction: args.db_idle_in_transaction_timeout,
+        },
         key_window: args.key_window,
         lock_timeout: args.lock_timeout,
         gateway_delay: args.gateway_delay,

@@ -91,20 +91,30 @@ impl Problem {
         )
     }
 
-    /// 503 `busy` with `Retry-After` when the writer's queue is full, else [`Problem::internal`].
+    /// 503 `busy` with `Retry-After` when the writer's queue is full, no pooled connection
+    /// came free, or PostgreSQL gave up waiting (a lock or statement timeout, a session it
+    /// ended: the transaction rolled back, or — a session lost during its COMMIT — its
+    /// outcome is for the retry with the same key to find); else [`Problem::internal`].
     pub fn from_db(e: crate::db::DbError) -> Self {
         match e {
-            crate::db::DbError::Busy | crate::db::DbError::Conflict(_) => {
-                let mut p = Self::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "busy",
-                    "the server is busy; retry with the same key",
-                );
-                p.retry_after = Some(1);
-                p
+            crate::db::DbError::Postgres(ref pg) if crate::store::postgres::is_transient(pg) => {
+                tracing::warn!(%e, "PostgreSQL gave up waiting; answering 503");
+                Self::busy()
             }
+            crate::db::DbError::Busy | crate::db::DbError::Conflict(_) => Self::busy(),
             other => Self::internal(other),
         }
+    }
+
+    /// 503 `busy` with `Retry-After: 1`: nothing was stored, retry with the same key.
+    fn busy() -> Self {
+        let mut p = Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            "the server is busy; retry with the same key",
+        );
+        p.retry_after = Some(1);
+        p
     }
 
     /// 500 `internal_error`; the cause is logged, never sent.

@@ -54,21 +54,25 @@ pub async fn pass(app: &App) -> Result<Pass, DbError> {
     let rules = app.rules(transfer::Authorised::Yes);
     for key in stuck {
         let now = app.clock.now_ms();
-        match app.store.resolve(key, now, rules).await? {
-            Resolved::Completed => p.completed += 1,
-            Resolved::Finished => p.finished += 1,
-            Resolved::Released => p.released += 1,
-            Resolved::Moved => {}
+        let (user, k) = (key.user.clone(), key.key.clone());
+        // One key that cannot be resolved now (its rows locked by a stalled session past
+        // the store's lock wait) must not hold up the others: the next pass tries it again.
+        match app.store.resolve(key, now, rules).await {
+            Ok(Resolved::Completed) => p.completed += 1,
+            Ok(Resolved::Finished) => p.finished += 1,
+            Ok(Resolved::Released) => p.released += 1,
+            Ok(Resolved::Moved) => {}
+            Err(e) => tracing::warn!(%e, user, key = k, "stuck key not resolved this pass"),
         }
     }
     if p.finished > 0 {
         app.relay_wake.notify_one();
     }
-    // Whole expired buckets (and the gateway's records after the same window).
-    p.expired = app
-        .store
-        .expire(app.clock.now_ms(), app.key_window_ms())
-        .await?;
+    // Whole expired buckets (and the gateway's records after the same window), by a time
+    // a wall-clock step alone cannot move (`AppState::expiry_now`).
+    if let Some(now) = app.expiry_now() {
+        p.expired = app.store.expire(now, app.key_window_ms()).await?;
+    }
     Ok(p)
 }
 

@@ -133,9 +133,10 @@ async fn run(
     // while the claim waits for the writer; PostgreSQL: in the claim's own statement). It
     // is advisory either way — the fenced commit reads the balance again and decides — so
     // reading it a little earlier changes no outcome; a lost claim only wasted the read.
-    let (claimed, balance) = claim(app, caller, key, body, hash, &lock_id).await?;
+    let claimed_at = app.clock.now_ms();
+    let (claimed, balance) = claim(app, caller, key, body, hash, &lock_id, claimed_at).await?;
     match claimed {
-        Claim::Acquired => {}
+        Claim::Acquired => app.note_claim(claimed_at),
         Claim::Exists(existing) => return Ok(answer_existing(existing)),
     }
 
@@ -238,6 +239,7 @@ async fn claim(
     body: &[u8],
     hash: &[u8],
     lock_id: &str,
+    now_ms: i64,
 ) -> Result<(Claim, i64), DbError> {
     app.store
         .claim_with_balance(NewClaim {
@@ -246,7 +248,7 @@ async fn claim(
             hash: hash.to_vec(),
             lock_id: lock_id.to_string(),
             body: body.to_vec(),
-            now_ms: app.clock.now_ms(),
+            now_ms,
             bucket_width_ms: idempotency::bucket_width_ms(app.key_window_ms()),
         })
         .await

@@ -367,11 +367,18 @@ pub fn is_postgres(db: &str) -> bool {
 }
 
 /// Opens the backend `db` names, for the server process `instance` (`pool_size`: most
-/// connections a PostgreSQL store opens).
-pub async fn open(db: &str, pool_size: usize, instance: Instance) -> Result<SharedStore, DbError> {
+/// connections a PostgreSQL store opens, each under `timeouts`; `clock`: the instance's
+/// wall clock, which a PostgreSQL store publishes for the agreed expiry time).
+pub async fn open(
+    db: &str,
+    pool_size: usize,
+    timeouts: crate::config::DbTimeouts,
+    instance: Instance,
+    clock: Arc<crate::clock::Clock>,
+) -> Result<SharedStore, DbError> {
     if is_postgres(db) {
         Ok(Arc::new(
-            postgres::PgStore::open(db, pool_size, instance).await?,
+            postgres::PgStore::open(db, pool_size, timeouts, instance, clock).await?,
         ))
     } else {
         let db = db.to_string();

@@ -11,13 +11,13 @@ use crate::common::*;
 use crate::recovery::{server_at, spawn_binary, Proc};
 
 /// One server-mock process.
-struct Instance {
-    proc: Proc,
-    url: String,
+pub(crate) struct Instance {
+    pub(crate) proc: Proc,
+    pub(crate) url: String,
 }
 
 /// `n` server processes on one fresh database.
-async fn instances(n: usize, extra: &[&str]) -> Option<(String, Vec<Instance>)> {
+pub(crate) async fn instances(n: usize, extra: &[&str]) -> Option<(String, Vec<Instance>)> {
     postgres().or_else(|| {
         eprintln!("skipped: SENDONCE_TEST_POSTGRES is not set (scripts/pg start prints it)");
         None
@@ -32,7 +32,7 @@ async fn instances(n: usize, extra: &[&str]) -> Option<(String, Vec<Instance>)> 
     Some((db, all))
 }
 
-async fn post(url: &str, path: &str, body: Value) -> Value {
+pub(crate) async fn post(url: &str, path: &str, body: Value) -> Value {
     let r = client()
         .post(format!("{url}{path}"))
         .json(&body)
@@ -43,7 +43,7 @@ async fn post(url: &str, path: &str, body: Value) -> Value {
     r.json().await.unwrap_or(Value::Null)
 }
 
-async fn get(url: &str, path: &str) -> Value {
+pub(crate) async fn get(url: &str, path: &str) -> Value {
     client()
         .get(format!("{url}{path}"))
         .send()
@@ -54,16 +54,21 @@ async fn get(url: &str, path: &str) -> Value {
         .expect("json")
 }
 
-async fn user(url: &str, name: &str, balance: i64) -> User {
+pub(crate) async fn user(url: &str, name: &str, balance: i64) -> User {
     server_at(url).await.user(name, balance).await
 }
 
-async fn send(url: &str, user: &User, key: &str, body: &str) -> Result<Resp, reqwest::Error> {
+pub(crate) async fn send(
+    url: &str,
+    user: &User,
+    key: &str,
+    body: &str,
+) -> Result<Resp, reqwest::Error> {
     server_at(url).await.send(user, key, body).await
 }
 
 /// Retries like the SDK (same key, same bytes), each time on the next instance.
-async fn until_done(urls: &[String], user: &User, key: &str, body: &str) -> Resp {
+pub(crate) async fn until_done(urls: &[String], user: &User, key: &str, body: &str) -> Resp {
     for attempt in 0..600 {
         match send(&urls[attempt % urls.len()], user, key, body).await {
             Ok(r) if r.status == 409 || r.status >= 500 => {}
@@ -76,7 +81,7 @@ async fn until_done(urls: &[String], user: &User, key: &str, body: &str) -> Resp
 }
 
 /// Every ledger entry, all pages.
-async fn ledger(url: &str) -> Vec<Value> {
+pub(crate) async fn ledger(url: &str) -> Vec<Value> {
     let mut all: Vec<Value> = Vec::new();
     loop {
         let after = all.last().map_or(0, |e| e["entry_id"].as_i64().unwrap());
@@ -89,7 +94,7 @@ async fn ledger(url: &str) -> Vec<Value> {
     }
 }
 
-fn count(entries: &[Value], kind: &str, key: Option<&str>) -> usize {
+pub(crate) fn count(entries: &[Value], kind: &str, key: Option<&str>) -> usize {
     entries
         .iter()
         .filter(|e| e["kind"] == kind && key.is_none_or(|k| e["idempotency_key"] == k))
@@ -97,7 +102,7 @@ fn count(entries: &[Value], kind: &str, key: Option<&str>) -> usize {
 }
 
 /// Settles the outbox through every instance's relay; returns the counters.
-async fn settle(urls: &[String]) -> Value {
+pub(crate) async fn settle(urls: &[String]) -> Value {
     let mut stats = Value::Null;
     for url in urls {
         stats = post(url, "/v1/test/settle", json!({})).await;

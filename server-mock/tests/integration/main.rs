@@ -1,6 +1,7 @@
 //! Integration tests for server-mock over real HTTP and real SQLite files.
 
 mod bench_api;
+mod clock_steps;
 mod common;
 mod concurrency;
 mod contract;
@@ -10,3 +11,4 @@ mod partitions;
 mod properties;
 mod recovery;
 mod security;
+mod stalls;

@@ -279,15 +279,22 @@ async fn key_reused_after_window_expiry_never_debits_twice() {
     let first = s.transfer(&a.token, Some("old"), &body).await;
     assert_eq!(first.status, 201);
 
-    // Move the server clock past the window and expire buckets now.
+    // Move the server clock past the window and expire buckets now. A clock step alone
+    // expires nothing (a step is not elapsed time): a claim stamped at the new time is what
+    // moves expiry on, as traffic does.
     s.post_json("/v1/test/clock", &json!({"advance_ms": 10_000}))
         .await;
+    let later = s
+        .transfer(&a.token, Some("later"), &transfer_body(&b.id, 1))
+        .await;
+    assert_eq!(later.status, 201);
     // The advance wakes the reaper; an explicit pass makes the expiry certain.
     let reaped = s.post_json("/v1/test/reap", &json!({})).await;
     assert_eq!(reaped.status, 200);
     assert_eq!(
         s.get("/v1/test/stats", None).await.json()["idempotency_keys"],
-        0
+        1,
+        "only the key claimed after the step is left"
     );
 
     // The key row is gone, the ledger guard is not.
@@ -307,7 +314,7 @@ async fn key_reused_after_window_expiry_never_debits_twice() {
         .await;
     assert_eq!(look.status, 200);
     s.settle().await;
-    assert_eq!(s.balance(&a).await, 9_500);
+    assert_eq!(s.balance(&a).await, 9_499);
     s.stop().await;
 }
 

@@ -79,8 +79,11 @@ pub(super) async fn claim(
 const CLAIM: &str =
     "SELECT claimed, balance FROM sendonce_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
-/// Runs `insert`; when the bucket has no partition yet (a clock jump past the ones made
-/// ahead), creates it and runs `insert` once more.
+/// Runs `insert`; when the bucket has no partition yet (a fresh database, a clock jump
+/// past the ones made ahead), creates it and the next one (the reaper makes the rest) and
+/// runs `insert` once more. A creation that cannot get its lock in time, or that another
+/// instance is making right now, answers [`DbError::Busy`] (503, retry): never a wait
+/// behind a long transaction on the key table.
 pub(super) async fn with_partition<T, F, Fut>(
     store: &PgStore,
     bucket: i64,
@@ -90,10 +93,14 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T, DbError>>,
 {
+    let no_partition = |e: &DbError| sqlstate(e) == Some(&SqlState::CHECK_VIOLATION);
     match insert().await {
-        Err(e) if sqlstate(&e) == Some(&SqlState::CHECK_VIOLATION) => {
-            partitions::ensure(&store.pool, bucket, bucket + partitions::AHEAD).await?;
-            insert().await
+        Err(e) if no_partition(&e) => {
+            partitions::ensure(&store.pool, bucket, bucket + 1).await?;
+            match insert().await {
+                Err(e) if no_partition(&e) => Err(DbError::Busy),
+                other => other,
+            }
         }
         other => other,
     }

@@ -10,6 +10,10 @@
 //!
 //! Connections come from a bounded pool (`deadpool-postgres`): when every connection is
 //! busy for [`POOL_WAIT`], the request gets 503 `busy` with `Retry-After`, never a hang.
+//! Every pooled session runs under [`DbTimeouts`] (`lock_timeout`, `statement_timeout`,
+//! `idle_in_transaction_session_timeout`), so a session frozen inside a transaction holds
+//! nobody for longer than a lock timeout: the waiter's statement fails, its transaction
+//! rolls back, and the request answers 503 with `Retry-After` ([`is_transient`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -23,6 +27,7 @@ use super::{
     BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, NewUser, PlainRow, Sms,
     Stats, Store, UserChange,
 };
+use crate::config::DbTimeouts;
 use crate::db::DbError;
 use crate::gateway::Authorization;
 use crate::idempotency::{Claim, KeyRow};
@@ -44,6 +49,8 @@ mod schema;
 pub const DEFAULT_POOL_SIZE: usize = 16;
 /// How long a request waits for a free connection before it is answered 503.
 pub const POOL_WAIT: Duration = Duration::from_secs(2);
+/// The reaper's lock wait per stuck key (`SET LOCAL`: this transaction only).
+const RESOLVE_LOCK_WAIT: &str = "SET LOCAL lock_timeout = '200ms'";
 /// Attempts of one transaction that hits serialization failures or deadlocks.
 pub const MAX_ATTEMPTS: u32 = 5;
 
@@ -105,6 +112,12 @@ pub struct PgStore {
     observer: lease::Observer,
     retries: AtomicU64,
     heartbeat: tokio::task::JoinHandle<()>,
+    /// When partitions ahead may be tried again after a creation gave up.
+    create_retry: partitions::Retry,
+    /// One expiry pass at a time in this process (the reaper's and the test API's): across
+    /// instances the advisory lock is only tried, so a second pass here would skip instead
+    /// of finishing what the first one found.
+    expiring: tokio::sync::Mutex<()>,
 }
 
 impl Drop for PgStore {
@@ -134,6 +147,26 @@ pub fn is_conflict(e: &DbError) -> bool {
     }
 }
 
+/// Whether `e` is PostgreSQL giving up on a wait (a lock or statement timeout, a session
+/// ended by the server) rather than answering: the transaction rolled back (or, for a
+/// session lost during its COMMIT, its outcome is for the retry to find through the key
+/// row and the ledger), and the request may be retried as it is, with the same key.
+pub fn is_transient(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        // The session was ended (a frozen instance's, by `idle_in_transaction_session_timeout`).
+        return true;
+    }
+    matches!(
+        e.code(),
+        Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE
+            || *c == SqlState::QUERY_CANCELED
+            || *c == SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT
+            || *c == SqlState::ADMIN_SHUTDOWN
+            || *c == SqlState::T_R_SERIALIZATION_FAILURE
+            || *c == SqlState::T_R_DEADLOCK_DETECTED
+    )
+}
+
 /// The SQLSTATE of a PostgreSQL error, if `e` is one.
 pub(crate) fn sqlstate(e: &DbError) -> Option<&SqlState> {
     match e {
@@ -142,11 +175,36 @@ pub(crate) fn sqlstate(e: &DbError) -> Option<&SqlState> {
     }
 }
 
-/// A pool of at most `size` connections to `url`, as the store's own (no schema, no heartbeat).
+/// A pool of at most `size` connections to `url`, as the store's own (no schema, no
+/// heartbeat), its sessions under the default [`DbTimeouts`].
 pub fn pool(url: &str, size: usize) -> Result<Pool, DbError> {
-    let config: tokio_postgres::Config = url
+    pool_with(&session_config(url, &DbTimeouts::default())?, size)
+}
+
+/// The connection settings for `url`, every session under `timeouts` (set at connection
+/// start, no round trip of their own; after the URL's own `options`, so they win).
+pub fn session_config(url: &str, timeouts: &DbTimeouts) -> Result<tokio_postgres::Config, DbError> {
+    let mut config: tokio_postgres::Config = url
         .parse()
         .map_err(|e| DbError::Task(format!("bad PostgreSQL URL: {e}")))?;
+    let ms = |d: std::time::Duration| d.as_millis().min(i32::MAX as u128);
+    let limits = format!(
+        "-c lock_timeout={} -c statement_timeout={} -c idle_in_transaction_session_timeout={}",
+        ms(timeouts.lock),
+        ms(timeouts.statement),
+        ms(timeouts.idle_in_transaction)
+    );
+    let options = match config.get_options() {
+        Some(own) if !own.trim().is_empty() => format!("{own} {limits}"),
+        _ => limits,
+    };
+    config.options(&options);
+    Ok(config)
+}
+
+/// A pool of at most `size` connections with `config`.
+fn pool_with(config: &tokio_postgres::Config, size: usize) -> Result<Pool, DbError> {
+    let config = config.clone();
     let manager = Manager::from_config(
         config,
         NoTls,
@@ -166,18 +224,30 @@ pub fn pool(url: &str, size: usize) -> Result<Pool, DbError> {
 impl PgStore {
     /// Connects to `url` (`postgres://`, `postgresql://`, a unix socket as a
     /// percent-encoded host or `?host=/dir`, or the key-value form), with `pool_size`
-    /// connections at most; creates the schema; starts this instance's heartbeat.
-    pub async fn open(url: &str, pool_size: usize, instance: Instance) -> Result<Self, DbError> {
-        let pool = pool(url, pool_size)?;
+    /// connections at most, each session under `timeouts`; creates the schema; starts this
+    /// instance's heartbeat (its monotonic time and its wall `clock`) on a connection of its own.
+    pub async fn open(
+        url: &str,
+        pool_size: usize,
+        timeouts: DbTimeouts,
+        instance: Instance,
+        clock: std::sync::Arc<crate::clock::Clock>,
+    ) -> Result<Self, DbError> {
+        let config = session_config(url, &timeouts)?;
+        let pool = pool_with(&config, pool_size)?;
         schema::create(&mut pool.get().await?).await?;
-        heartbeat::beat(&pool, &instance).await?;
-        let heartbeat = tokio::spawn(heartbeat::run(pool.clone(), instance.clone()));
+        heartbeat::beat(&pool.get().await?, &instance, clock.now_ms()).await?;
+        // Not from the pool: requests that pin every pooled connection (each waiting out a
+        // lock) must not silence the heartbeat, or peers would judge a live instance dead.
+        let heartbeat = tokio::spawn(heartbeat::run(config, instance.clone(), clock));
         Ok(Self {
             pool,
             instance,
             observer: lease::Observer::default(),
             retries: AtomicU64::new(0),
             heartbeat,
+            create_retry: partitions::Retry::default(),
+            expiring: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -365,14 +435,21 @@ impl Store for PgStore {
 
     fn resolve(&self, stuck: Stuck, now_ms: i64, rules: Rules) -> Fut<'_, Resolved> {
         Box::pin(async move {
-            in_transaction!(self, |tx| keys::resolve_in(&tx, &stuck, now_ms, rules)
-                .await?)
+            in_transaction!(self, |tx| {
+                // A reaper waits briefly for the rows a stalled session holds: the key is
+                // tried again next pass, and the pass goes on to the others meanwhile.
+                tx.batch_execute(RESOLVE_LOCK_WAIT).await?;
+                keys::resolve_in(&tx, &stuck, now_ms, rules).await?
+            })
         })
     }
 
     fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
         Box::pin(async move {
-            partitions::ensure_ahead(&self.pool, now_ms, key_window_ms).await?;
+            let _one_pass = self.expiring.lock().await;
+            let now_ms =
+                heartbeat::agreed_now(&self.client().await?, &self.instance, now_ms).await?;
+            partitions::ensure_ahead(&self.pool, now_ms, key_window_ms, &self.create_retry).await?;
             let expired = partitions::expire(&self.pool, now_ms, key_window_ms).await?;
             keys::expire_gateway(&self.client().await?, now_ms - key_window_ms, now_ms).await?;
             Ok(expired)

@@ -18,10 +18,21 @@ use crate::outbox::{self, BATCH};
 
 /// The free events, oldest first, each with its sender's display name as it is now (the
 /// SMS names the sender); locked so no other relay takes them.
+///
+/// An event is free only if its recipient's balance row (which its credit updates) is
+/// free too, and that row is locked here with it (`SKIP LOCKED`, so the claim never
+/// waits): a session frozen while holding one user's row (a stopped instance between its
+/// debit's statements, an idle `psql`) delays that user's credits only, and the batch goes
+/// on with everyone else's instead of failing whole at each attempt. A recipient without a
+/// balance row yet (never credited) has nothing to wait for.
 const CLAIM_BATCH: &str = "SELECT o.event_id, o.payload,
             (SELECT u.display_name FROM users u
               WHERE u.user_id = o.payload::jsonb ->> 'from_user_id')
      FROM outbox o WHERE NOT o.published
+       AND (EXISTS (SELECT 1 FROM balances b WHERE b.user_id = o.payload::jsonb ->> 'to_user_id'
+                    FOR UPDATE SKIP LOCKED)
+            OR NOT EXISTS
+                (SELECT 1 FROM balances b WHERE b.user_id = o.payload::jsonb ->> 'to_user_id'))
      ORDER BY o.event_id LIMIT $1 FOR UPDATE OF o SKIP LOCKED";
 
 /// The whole batch's deliveries in one statement: per consumer, the inbox rows of the

@@ -91,6 +91,9 @@ CREATE TABLE IF NOT EXISTS server_instances (
     instance_id TEXT PRIMARY KEY,
     mono_ms     BIGINT NOT NULL
 );
+-- Each instance's wall clock at its last heartbeat: key expiry goes by the earliest of
+-- the instances' (heartbeat.rs), so one clock stepped forward expires nothing early.
+ALTER TABLE server_instances ADD COLUMN IF NOT EXISTS wall_ms BIGINT;
 
 CREATE TABLE IF NOT EXISTS gateway_authorizations (
     user_id          TEXT NOT NULL,

@@ -16,9 +16,15 @@ pub(super) async fn fresh(pool_size: usize) -> Option<PgStore> {
     };
     let url = fresh_database(&url, "u").await.expect("a fresh database");
     Some(
-        PgStore::open(&url, pool_size, Instance::new())
-            .await
-            .expect("open"),
+        PgStore::open(
+            &url,
+            pool_size,
+            crate::config::DbTimeouts::default(),
+            Instance::new(),
+            std::sync::Arc::default(),
+        )
+        .await
+        .expect("open"),
     )
 }
 
