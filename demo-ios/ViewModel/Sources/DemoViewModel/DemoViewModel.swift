@@ -104,8 +104,8 @@ public final class DemoViewModel {
     }
 
     private func review() {
-        guard Texts.validation(recipient: model.recipient, amount: model.amount) == nil,
-              case let .valid(minor) = Texts.parseAmount(model.amount)
+        guard Texts.validation(recipient: model.recipient, amount: model.amount, currency: currency(model)) == nil,
+              case let .valid(minor) = Texts.parseAmount(model.amount, currency: currency(model))
         else {
             model.showValidation = true
             return

@@ -40,7 +40,8 @@ extension DemoUiState {
         // server-mock never asks for an action; were it to, the user has something to do.
         case .needsAttention, .requiresAction: screen = .needsAttention
         }
-        let validation = Texts.validation(recipient: m.recipient, amount: m.amount)
+        let currency = m.wallet.map(\.currency).flatMap { $0.isEmpty ? nil : $0 } ?? options.currency
+        let validation = Texts.validation(recipient: m.recipient, amount: m.amount, currency: currency)
         ui.loading = m.loading
         ui.setupError = m.setupError
         if let w = m.wallet {

@@ -18,20 +18,12 @@ public enum Texts {
     /// The locale money is formatted in: the device's. Tests pin it.
     nonisolated(unsafe) public static var locale = Locale.current
 
-    /// Decimals of a currency's minor unit (2 for BDT, 0 for JPY, 3 for KWD); 2 for an unknown code.
-    static func digits(_ currency: String) -> Int {
-        // ICU knows each ISO 4217 currency's minor unit: count the decimals it writes for one unit.
-        let f = NumberFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.numberStyle = .currency
-        f.currencyCode = currency
-        guard let one = f.string(from: 1), let dot = one.firstIndex(of: ".") else { return 0 }
-        return one[one.index(after: dot)...].prefix { $0.isNumber }.count
-    }
-
     /// 1250, "BDT" → "12.50 BDT" in English, "12,50 BDT" in German: the amount in the locale, then the code.
-    public static func money(_ minor: Int64, _ currency: String) -> String {
-        let n = digits(currency)
+    public static func money(_ minor: Int64, _ currency: String) -> String { "\(amount(minor, currency)) \(currency)" }
+
+    /// 1250, "BDT" → "12.50" in English, "12,50" in German: the number alone, with the currency's own decimals.
+    public static func amount(_ minor: Int64, _ currency: String) -> String {
+        let n = AmountReader.minorDigits(currency)
         let f = NumberFormatter()
         f.locale = locale
         f.numberStyle = .decimal
@@ -39,7 +31,7 @@ public enum Texts {
         f.minimumFractionDigits = n
         f.maximumFractionDigits = n
         let amount = NSDecimalNumber(mantissa: minor.magnitude, exponent: Int16(-n), isNegative: minor < 0)
-        return "\(f.string(from: amount) ?? "\(minor)") \(currency)"
+        return f.string(from: amount) ?? "\(minor)"
     }
 
     /// The result of reading the amount field.
@@ -48,31 +40,44 @@ public enum Texts {
         case invalid(String)
     }
 
-    /// "12.5" → 1250 minor units. Only the format is checked here (and that it is above zero); limits are
-    /// the SDK's decision (a too large amount comes back as the typed `InvalidAmount`).
-    public static func parseAmount(_ text: String) -> AmountInput {
-        let t = text.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: ",", with: "")
-        if t.isEmpty { return .invalid(Texts.text("demo.validation.amount_empty")) }
-        let parts = t.split(separator: ".", omittingEmptySubsequences: false)
-        let digits = { (s: Substring) in s.allSatisfy { $0 >= "0" && $0 <= "9" } }
-        guard parts.count <= 2, parts.allSatisfy(digits), parts[0].count <= 15,
-              !(parts[0].isEmpty && (parts.count == 1 || parts[1].isEmpty))
-        else { return .invalid(Texts.text("demo.validation.amount_format")) }
-        var fraction = parts.count == 2 ? String(parts[1]) : ""
-        while fraction.hasSuffix("0") { fraction.removeLast() }
-        if fraction.count > 2 { return .invalid(Texts.text("demo.validation.amount_decimals")) }
-        while fraction.count < 2 { fraction += "0" }
-        let minor = (Int64(parts[0]) ?? 0) * 100 + Int64(fraction)!
-        if minor <= 0 { return .invalid(Texts.text("demo.validation.amount_zero")) }
-        return .valid(minor)
+    /// The amount field in `currency`'s minor units, read by `locale` (AmountReader's rules: "12,50" is 1250 in
+    /// German and malformed in English; "1.000" is refused for JPY; a lone "1,000" is refused as ambiguous for
+    /// KWD). Only the format is checked here (and that it is above zero); limits are the SDK's decision (a too
+    /// large amount comes back as the typed `InvalidAmount`).
+    public static func parseAmount(_ text: String, currency: String) -> AmountInput {
+        switch AmountReader.read(text, locale: locale, currency: currency) {
+        case let .minor(minor): return .valid(minor)
+        case .empty: return .invalid(Texts.text("demo.validation.amount_empty"))
+        case .malformed: return .invalid(Texts.text("demo.validation.amount_format", amount(example(currency), currency)))
+        case let .tooManyDecimals(allowed) where allowed == 0:
+            return .invalid(Texts.text("demo.validation.amount_no_decimals", currency))
+        case let .tooManyDecimals(allowed): return .invalid(Texts.text("demo.validation.amount_decimals", String(allowed), currency))
+        case let .ambiguous(asGrouping, asDecimal):
+            let f = NumberFormatter()
+            f.locale = locale
+            return .invalid(Texts.text(
+                "demo.validation.amount_ambiguous", text.trimmingCharacters(in: .whitespaces), money(asGrouping, currency),
+                money(asDecimal, currency), f.decimalSeparator ?? "."
+            ))
+        case .zero: return .invalid(Texts.text("demo.validation.amount_zero"))
+        }
+    }
+
+    /// The amount the format hint shows: twelve and a half units (twelve for a currency without decimals).
+    private static func example(_ currency: String) -> Int64 {
+        let n = AmountReader.minorDigits(currency)
+        if n == 0 { return 12 }
+        var scale: Int64 = 1
+        for _ in 0..<n { scale *= 10 }
+        return 12 * scale + scale / 2
     }
 
     /// The live validation text of the form, or nil when it is valid.
-    public static func validation(recipient: String, amount: String) -> String? {
+    public static func validation(recipient: String, amount: String, currency: String) -> String? {
         let r = recipient.trimmingCharacters(in: .whitespaces)
         if r.isEmpty { return text("demo.validation.recipient_empty") }
         if r.contains(where: { $0.isWhitespace }) { return text("demo.validation.recipient_spaces") }
-        if case let .invalid(text) = parseAmount(amount) { return text }
+        if case let .invalid(text) = parseAmount(amount, currency: currency) { return text }
         return nil
     }
 

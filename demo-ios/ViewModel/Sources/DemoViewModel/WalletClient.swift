@@ -11,6 +11,18 @@ public struct DemoAccount: Codable, Equatable, Sendable {
     public var recipientId: String
 }
 
+/// Never the token: an account printed (`print`, `dump`, string interpolation, a crash reporter's mirror) must
+/// not sign anyone in.
+extension DemoAccount: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var description: String {
+        "DemoAccount(serverUrl: \(serverUrl), userId: \(userId), token: <redacted>, recipientId: \(recipientId))"
+    }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["serverUrl": serverUrl, "userId": userId, "token": "<redacted>", "recipientId": recipientId])
+    }
+}
+
 /// The wallet as `GET /v1/wallet` answers it.
 public struct Wallet: Equatable, Sendable {
     public var userId: String

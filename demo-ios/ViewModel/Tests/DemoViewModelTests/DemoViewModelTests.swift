@@ -266,6 +266,20 @@ final class DemoViewModelTests: ServerTestCase {
         try await wait(second, "balance") { $0.balanceMinor == 1_000_000 - 4200 }
     }
 
+    /// Before: the comma was stripped, so "12,50" typed in German confirmed and debited 1,250.00 BDT.
+    @MainActor
+    func testAGermanUsers12Comma50Debits12Point50Not1250() async throws {
+        let vm = try viewModel()
+        Texts.locale = Locale(identifier: "de_DE")
+        defer { Texts.locale = Locale(identifier: "en_US") }
+        let confirm = try await review(vm, "12,50")
+        XCTAssertEqual(confirm.confirmText, "12,50 BDT an \(confirm.recipient) senden?")
+        vm.onSendTapped()
+        try await wait(vm, "receipt") { $0.screen == .receipt }
+        let debits = try await debits(of: try XCTUnwrap(confirm.accountUserId))
+        XCTAssertEqual(debits.map(\.amountMinor), [1250])
+    }
+
     @MainActor
     func testFormValidationAndATooLargeAmountShowTheirTexts() async throws {
         let vm = try viewModel()
@@ -276,7 +290,7 @@ final class DemoViewModelTests: ServerTestCase {
         XCTAssertEqual(empty.validationText, "Enter the recipient's user id")
         vm.onRecipientChanged("usr_x")
         vm.onAmountChanged("12.345")
-        let bad = try await wait(vm, "decimals") { $0.validationText == "At most 2 decimal places" }
+        let bad = try await wait(vm, "decimals") { $0.validationText == "At most 2 decimal places for BDT" }
         XCTAssertFalse(bad.reviewEnabled)
         vm.onReviewTapped()
         XCTAssertEqual(vm.state.screen, .form)

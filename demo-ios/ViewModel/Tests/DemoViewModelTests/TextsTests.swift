@@ -34,18 +34,102 @@ final class TextsTests: XCTestCase {
     }
 
     func testAmountParsingAndValidationTexts() {
-        XCTAssertEqual(Texts.parseAmount("12.5"), .valid(1250))
-        XCTAssertEqual(Texts.parseAmount(" 1,000 "), .valid(100_000))
-        XCTAssertEqual(Texts.parseAmount(".5"), .valid(50))
-        XCTAssertEqual(Texts.parseAmount(""), .invalid("Enter an amount"))
-        XCTAssertEqual(Texts.parseAmount("12a"), .invalid("Enter an amount like 12.50"))
-        XCTAssertEqual(Texts.parseAmount("-3"), .invalid("Enter an amount like 12.50"))
-        XCTAssertEqual(Texts.parseAmount("."), .invalid("Enter an amount like 12.50"))
-        XCTAssertEqual(Texts.parseAmount("1.234"), .invalid("At most 2 decimal places"))
-        XCTAssertEqual(Texts.parseAmount("0.00"), .invalid("The amount must be more than 0"))
-        XCTAssertEqual(Texts.validation(recipient: " ", amount: "12"), "Enter the recipient's user id")
-        XCTAssertEqual(Texts.validation(recipient: "usr a", amount: "12"), "A user id has no spaces")
-        XCTAssertNil(Texts.validation(recipient: "usr_bob", amount: "12"))
+        XCTAssertEqual(Texts.parseAmount("12.5", currency: "BDT"), .valid(1250))
+        XCTAssertEqual(Texts.parseAmount(" 1,000 ", currency: "BDT"), .valid(100_000))
+        XCTAssertEqual(Texts.parseAmount(".5", currency: "BDT"), .valid(50))
+        XCTAssertEqual(Texts.parseAmount("", currency: "BDT"), .invalid("Enter an amount"))
+        XCTAssertEqual(Texts.parseAmount("12a", currency: "BDT"), .invalid("Enter an amount like 12.50"))
+        XCTAssertEqual(Texts.parseAmount("-3", currency: "BDT"), .invalid("Enter an amount like 12.50"))
+        XCTAssertEqual(Texts.parseAmount(".", currency: "BDT"), .invalid("Enter an amount like 12.50"))
+        XCTAssertEqual(Texts.parseAmount("1.234", currency: "BDT"), .invalid("At most 2 decimal places for BDT"))
+        XCTAssertEqual(Texts.parseAmount("0.00", currency: "BDT"), .invalid("The amount must be more than 0"))
+        XCTAssertEqual(Texts.validation(recipient: " ", amount: "12", currency: "BDT"), "Enter the recipient's user id")
+        XCTAssertEqual(Texts.validation(recipient: "usr a", amount: "12", currency: "BDT"), "A user id has no spaces")
+        XCTAssertNil(Texts.validation(recipient: "usr_bob", amount: "12", currency: "BDT"))
+    }
+
+    /// The field by the user's locale and the currency's minor unit (ISO 4217: JPY 0, BDT 2, KWD 3). Before,
+    /// commas were stripped and two decimals assumed: "12,50" typed in German became 1,250.00 (100x).
+    func testAmountsAreReadByTheLocaleAndTheCurrencysOwnMinorUnit() {
+        let de = Locale(identifier: "de_DE"), en = Locale(identifier: "en_US"), ja = Locale(identifier: "ja_JP")
+        let cases: [(Locale, String, String, AmountReading)] = [
+            // German: "," is the decimal point, "." groups thousands.
+            (de, "BDT", "12,50", .minor(1250)),
+            (de, "BDT", "12.50", .malformed),
+            (de, "BDT", "1.250", .minor(125_000)),
+            (de, "BDT", "1.250,5", .minor(125_050)),
+            (de, "BDT", "0,005", .tooManyDecimals(allowed: 2)),
+            (de, "JPY", "1.000", .minor(1000)),
+            (de, "JPY", "12,5", .tooManyDecimals(allowed: 0)),
+            (de, "KWD", "12,5", .minor(12_500)),
+            (de, "KWD", "1,250", .minor(1250)),
+            (de, "KWD", "1.000,000", .minor(1_000_000)),
+            (de, "KWD", "1.000", .ambiguous(asGrouping: 1_000_000, asDecimal: 1000)),
+            // English: "." is the decimal point, "," groups thousands.
+            (en, "BDT", "12.50", .minor(1250)),
+            (en, "BDT", "12,50", .malformed),
+            (en, "BDT", "1,250", .minor(125_000)),
+            (en, "BDT", "12.505", .tooManyDecimals(allowed: 2)),
+            (en, "BDT", "1,25,000", .malformed),
+            (en, "JPY", "1,000", .minor(1000)),
+            (en, "JPY", "1.000", .tooManyDecimals(allowed: 0)),
+            (en, "KWD", "1.250", .minor(1250)),
+            (en, "KWD", "1,000", .ambiguous(asGrouping: 1_000_000, asDecimal: 1000)),
+            (en, "KWD", "1,000.5", .minor(1_000_500)),
+            (en, "KWD", "1000", .minor(1_000_000)),
+            // Japanese: as English; full-width digits are refused rather than guessed.
+            (ja, "JPY", "1,250", .minor(1250)),
+            (ja, "JPY", "1250", .minor(1250)),
+            (ja, "JPY", "12.5", .tooManyDecimals(allowed: 0)),
+            (ja, "JPY", "\u{FF11}\u{FF12}", .malformed),
+            (ja, "BDT", "12.50", .minor(1250)),
+            (ja, "BDT", "12,50", .malformed),
+            (ja, "KWD", "1.5", .minor(1500)),
+            (ja, "KWD", "1,000", .ambiguous(asGrouping: 1_000_000, asDecimal: 1000)),
+            // Separators anywhere else, signs, a second decimal point, 16 integer digits.
+            (en, "BDT", "1,2,3", .malformed),
+            (en, "BDT", "1.2.3", .malformed),
+            (de, "BDT", "+5", .malformed),
+            (en, "BDT", "1234567890123456", .malformed),
+            (en, "JPY", "0", .zero),
+            // French groups with a narrow no-break space; a typed space is accepted in its place.
+            (Locale(identifier: "fr_FR"), "BDT", "1 250,50", .minor(125_050)),
+        ]
+        let wrong = cases.compactMap { locale, currency, text, want -> String? in
+            let got = AmountReader.read(text, locale: locale, currency: currency)
+            return got == want ? nil : "\(locale.identifier) \(currency) \"\(text)\": got \(got), want \(want)"
+        }
+        XCTAssertEqual(wrong, [])
+    }
+
+    func testEveryAmountRefusalHasItsOwnTextInTheLocale() {
+        defer { Texts.locale = Locale(identifier: "en_US") }
+        Texts.locale = Locale(identifier: "de_DE")
+        XCTAssertEqual(Texts.parseAmount("12,50", currency: "BDT"), .valid(1250))
+        XCTAssertEqual(Texts.parseAmount("12.50", currency: "BDT"), .invalid("Geben Sie einen Betrag wie 12,50 ein"))
+        XCTAssertEqual(Texts.parseAmount("12,5", currency: "JPY"), .invalid("JPY-Beträge haben keine Nachkommastellen"))
+        Texts.locale = Locale(identifier: "ja_JP")
+        XCTAssertEqual(Texts.parseAmount("12a", currency: "JPY"), .invalid("Enter an amount like 12"))
+        Texts.locale = Locale(identifier: "en_US")
+        XCTAssertEqual(Texts.parseAmount("1.000", currency: "JPY"), .invalid("JPY amounts have no decimal places"))
+        XCTAssertEqual(Texts.parseAmount("1.0005", currency: "KWD"), .invalid("At most 3 decimal places for KWD"))
+        XCTAssertEqual(Texts.parseAmount("12,5", currency: "KWD"), .invalid("Enter an amount like 12.500"))
+        XCTAssertEqual(
+            Texts.parseAmount("1,000", currency: "KWD"),
+            .invalid("\"1,000\" could mean 1,000.000 KWD or 1.000 KWD: type it without the separator, or with all decimals after \".\"")
+        )
+    }
+
+    /// Before: the struct printed `token: "<the token>"` wherever the account was logged or dumped.
+    func testAPrintedDemoAccountNeverShowsItsToken() {
+        let a = DemoAccount(serverUrl: "http://localhost:8080", userId: "usr_a", token: "tok-s3cret", recipientId: "usr_b")
+        var dumped = ""
+        dump(a, to: &dumped)
+        for printed in [String(describing: a), String(reflecting: a), "\(a)", dumped, String(describing: [a]), String(describing: Optional(a))] {
+            XCTAssertFalse(printed.contains("tok-s3cret"), printed)
+            XCTAssertTrue(printed.contains("usr_a"), printed)
+        }
+        XCTAssertEqual(a.token, "tok-s3cret")
     }
 
     func testWaitingLineCountsDownInRealSeconds() {
@@ -106,7 +190,7 @@ final class TextsTests: XCTestCase {
         XCTAssertEqual(Texts.stateLabel(transfer(.succeeded)), "Gesendet")
         XCTAssertEqual(Texts.stateLabel(transfer(.pending)), "In der Warteschlange")
         XCTAssertEqual(Texts.waitingLine(transfer(.retrying, attempts: 2, nextAt: 3_000), needsAuth: false, sdkNowMs: 0), "Warte auf Netz — Versuch 2, nächster in 3 s")
-        XCTAssertEqual(Texts.validation(recipient: "usr_bob", amount: ""), "Geben Sie einen Betrag ein")
+        XCTAssertEqual(Texts.validation(recipient: "usr_bob", amount: "", currency: "BDT"), "Geben Sie einen Betrag ein")
         XCTAssertEqual(TrainMode.offline.description, "Gar kein Netz: Überweisungen warten und werden erneut versucht.")
         // No German text: the English one, never the key.
         XCTAssertEqual(Texts.stateLabel(transfer(.needsAttention)), "Needs attention")

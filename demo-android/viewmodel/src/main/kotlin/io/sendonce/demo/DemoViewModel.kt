@@ -152,8 +152,8 @@ class DemoViewModel(
     /** Review: checks the form and shows the confirm step. */
     fun onReviewTapped() = inOrder {
         model.update { m ->
-            val invalid = Texts.validation(m.recipient, m.amount)
-            val amount = Texts.parseAmount(m.amount)
+            val invalid = Texts.validation(m.recipient, m.amount, currency(m))
+            val amount = Texts.parseAmount(m.amount, currency(m))
             if (invalid != null || amount !is Texts.AmountInput.Valid) {
                 m.copy(showValidation = true)
             } else {
@@ -399,7 +399,7 @@ class DemoViewModel(
             // server-mock never asks for an action; were it to, the user has something to do.
             is ComposerState.NeedsAttention, is ComposerState.RequiresAction -> Screen.NEEDS_ATTENTION
         }
-        val validation = Texts.validation(m.recipient, m.amount)
+        val validation = Texts.validation(m.recipient, m.amount, currency(m))
         val showValidation = m.showValidation || m.amount.isNotEmpty()
         val current = cs.currentTransfer
         val derivedError = when (cs) {

@@ -11,9 +11,9 @@ import io.sendonce.Transfer
 import io.sendonce.TransferState
 import io.sendonce.messageKey
 import java.math.BigDecimal
+import java.text.DecimalFormatSymbols
 import java.text.MessageFormat
 import java.text.NumberFormat
-import java.util.Currency
 import java.util.Locale
 import java.util.ResourceBundle
 import kotlin.math.ceil
@@ -26,19 +26,18 @@ object Texts {
     @Volatile
     var locale: Locale = Locale.getDefault()
 
-    /** Decimals of a currency's minor unit (2 for BDT, 0 for JPY); 2 for a code the JDK does not know. */
-    private fun digits(currency: String): Int =
-        runCatching { Currency.getInstance(currency).defaultFractionDigits }.getOrNull()?.takeIf { it >= 0 } ?: 2
-
     /** 1250, "BDT" → "12.50 BDT" in English, "12,50 BDT" in German: the amount in the locale, then the code. */
-    fun money(minor: Long, currency: String): String {
-        val n = digits(currency)
+    fun money(minor: Long, currency: String): String = "${amount(minor, currency)} $currency"
+
+    /** 1250, "BDT" → "12.50" in English, "12,50" in German: the number alone, with the currency's own decimals. */
+    fun amount(minor: Long, currency: String): String {
+        val n = AmountReader.minorDigits(currency)
         val format = NumberFormat.getNumberInstance(locale).apply {
             minimumFractionDigits = n
             maximumFractionDigits = n
             isGroupingUsed = true
         }
-        return "${format.format(BigDecimal.valueOf(minor).movePointLeft(n))} $currency"
+        return format.format(BigDecimal.valueOf(minor).movePointLeft(n))
     }
 
     /** The result of reading the amount field. */
@@ -48,25 +47,39 @@ object Texts {
     }
 
     /**
-     * "12.5" → 1250 minor units. Only the format is checked here (and that it is above zero); limits are the
-     * SDK's decision (a too large amount comes back as the typed `InvalidAmount`).
+     * The amount field in [currency]'s minor units, read by [locale] (AmountReader's rules: "12,50" is 1250 in
+     * German and malformed in English; "1.000" is refused for JPY; a lone "1,000" is refused as ambiguous for
+     * KWD). Only the format is checked here (and that it is above zero); limits are the SDK's decision (a too
+     * large amount comes back as the typed `InvalidAmount`).
      */
-    fun parseAmount(text: String): AmountInput {
-        val t = text.trim().replace(",", "")
-        if (t.isEmpty()) return AmountInput.Invalid(text("demo.validation.amount_empty"))
-        if (!Regex("""\d{1,15}(\.\d*)?|\.\d+""").matches(t)) return AmountInput.Invalid(text("demo.validation.amount_format"))
-        val value = BigDecimal(t)
-        if (value.stripTrailingZeros().scale() > 2) return AmountInput.Invalid(text("demo.validation.amount_decimals"))
-        val minor = value.movePointRight(2).toBigIntegerExact().toLong()
-        if (minor <= 0) return AmountInput.Invalid(text("demo.validation.amount_zero"))
-        return AmountInput.Valid(minor)
+    fun parseAmount(text: String, currency: String): AmountInput = when (val r = AmountReader.read(text, locale, currency)) {
+        is AmountReading.Minor -> AmountInput.Valid(r.minor)
+        AmountReading.Empty -> AmountInput.Invalid(text("demo.validation.amount_empty"))
+        AmountReading.Malformed -> AmountInput.Invalid(text("demo.validation.amount_format", amount(example(currency), currency)))
+        is AmountReading.TooManyDecimals -> AmountInput.Invalid(
+            if (r.allowed == 0) text("demo.validation.amount_no_decimals", currency)
+            else text("demo.validation.amount_decimals", r.allowed, currency),
+        )
+        is AmountReading.Ambiguous -> AmountInput.Invalid(
+            text(
+                "demo.validation.amount_ambiguous", text.trim(), money(r.asGrouping, currency), money(r.asDecimal, currency),
+                DecimalFormatSymbols.getInstance(locale).decimalSeparator.toString(),
+            ),
+        )
+        AmountReading.Zero -> AmountInput.Invalid(text("demo.validation.amount_zero"))
+    }
+
+    /** The amount the format hint shows: twelve and a half units (twelve for a currency without decimals). */
+    private fun example(currency: String): Long {
+        val n = AmountReader.minorDigits(currency)
+        return if (n == 0) 12 else BigDecimal("12.5").movePointRight(n).toLong()
     }
 
     /** The live validation text of the form, or null when it is valid. */
-    fun validation(recipient: String, amount: String): String? {
+    fun validation(recipient: String, amount: String, currency: String): String? {
         if (recipient.isBlank()) return text("demo.validation.recipient_empty")
         if (recipient.trim().any { it.isWhitespace() }) return text("demo.validation.recipient_spaces")
-        return (parseAmount(amount) as? AmountInput.Invalid)?.text
+        return (parseAmount(amount, currency) as? AmountInput.Invalid)?.text
     }
 
     fun title(t: Transfer): String = text("demo.title", money(t.amountMinor, t.currency), t.toUserId)

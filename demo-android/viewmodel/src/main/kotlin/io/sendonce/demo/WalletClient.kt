@@ -7,7 +7,10 @@ import java.net.URI
 import java.util.Properties
 
 /** The demo's account on one server: the payer, and a second user to send to. */
-data class DemoAccount(val serverUrl: String, val userId: String, val token: String, val recipientId: String)
+data class DemoAccount(val serverUrl: String, val userId: String, val token: String, val recipientId: String) {
+    /** Never the token: an account printed to a log or a crash report must not sign anyone in. */
+    override fun toString(): String = "DemoAccount(serverUrl=$serverUrl, userId=$userId, token=<redacted>, recipientId=$recipientId)"
+}
 
 /** The wallet as `GET /v1/wallet` answers it. */
 data class Wallet(val userId: String, val balanceMinor: Long, val currency: String)

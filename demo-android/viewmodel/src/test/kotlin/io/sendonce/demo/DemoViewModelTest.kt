@@ -249,6 +249,22 @@ class DemoViewModelTest : ServerTest() {
         vm.shutdown()
     }
 
+    /** Before: the comma was stripped, so "12,50" typed in German confirmed and debited 1,250.00 BDT. */
+    @Test
+    fun `a German user's 12,50 debits twelve and a half BDT, not 1250`() = test {
+        val vm = viewModel()
+        Texts.locale = Locale.GERMANY
+        try {
+            val confirm = vm.review("12,50")
+            assertEquals("12,50 BDT an ${confirm.recipient} senden?", confirm.confirmText)
+            vm.onSendTapped()
+            vm.await("receipt") { it.screen == Screen.RECEIPT }
+            assertEquals(listOf(1250L), debitsOf(confirm.accountUserId!!).map { it.amountMinor })
+        } finally {
+            Texts.locale = Locale.US
+        }
+    }
+
     @Test
     fun `form validation and a too large amount show their texts`() = test {
         val vm = viewModel()
@@ -258,7 +274,7 @@ class DemoViewModelTest : ServerTest() {
         assertEquals("Enter the recipient's user id", vm.await("validation") { it.validationText != null }.validationText)
         vm.onRecipientChanged("usr_x")
         vm.onAmountChanged("12.345")
-        val bad = vm.await("decimals") { it.validationText == "At most 2 decimal places" }
+        val bad = vm.await("decimals") { it.validationText == "At most 2 decimal places for BDT" }
         assertFalse(bad.reviewEnabled)
         vm.onReviewTapped()
         assertEquals(Screen.FORM, vm.state.value.screen)

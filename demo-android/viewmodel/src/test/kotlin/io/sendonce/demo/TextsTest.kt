@@ -54,17 +54,110 @@ class TextsTest {
 
     @Test
     fun `amount field parsing and validation texts`() {
-        assertEquals(Texts.AmountInput.Valid(1250), Texts.parseAmount("12.5"))
-        assertEquals(Texts.AmountInput.Valid(100_000), Texts.parseAmount(" 1,000 "))
-        assertEquals(Texts.AmountInput.Valid(50), Texts.parseAmount(".5"))
-        assertEquals(Texts.AmountInput.Invalid("Enter an amount"), Texts.parseAmount(""))
-        assertEquals(Texts.AmountInput.Invalid("Enter an amount like 12.50"), Texts.parseAmount("12a"))
-        assertEquals(Texts.AmountInput.Invalid("Enter an amount like 12.50"), Texts.parseAmount("-3"))
-        assertEquals(Texts.AmountInput.Invalid("At most 2 decimal places"), Texts.parseAmount("1.234"))
-        assertEquals(Texts.AmountInput.Invalid("The amount must be more than 0"), Texts.parseAmount("0.00"))
-        assertEquals("Enter the recipient's user id", Texts.validation(" ", "12"))
-        assertEquals("A user id has no spaces", Texts.validation("usr a", "12"))
-        assertNull(Texts.validation("usr_bob", "12"))
+        assertEquals(Texts.AmountInput.Valid(1250), Texts.parseAmount("12.5", "BDT"))
+        assertEquals(Texts.AmountInput.Valid(100_000), Texts.parseAmount(" 1,000 ", "BDT"))
+        assertEquals(Texts.AmountInput.Valid(50), Texts.parseAmount(".5", "BDT"))
+        assertEquals(Texts.AmountInput.Invalid("Enter an amount"), Texts.parseAmount("", "BDT"))
+        assertEquals(Texts.AmountInput.Invalid("Enter an amount like 12.50"), Texts.parseAmount("12a", "BDT"))
+        assertEquals(Texts.AmountInput.Invalid("Enter an amount like 12.50"), Texts.parseAmount("-3", "BDT"))
+        assertEquals(Texts.AmountInput.Invalid("Enter an amount like 12.50"), Texts.parseAmount(".", "BDT"))
+        assertEquals(Texts.AmountInput.Invalid("At most 2 decimal places for BDT"), Texts.parseAmount("1.234", "BDT"))
+        assertEquals(Texts.AmountInput.Invalid("The amount must be more than 0"), Texts.parseAmount("0.00", "BDT"))
+        assertEquals("Enter the recipient's user id", Texts.validation(" ", "12", "BDT"))
+        assertEquals("A user id has no spaces", Texts.validation("usr a", "12", "BDT"))
+        assertNull(Texts.validation("usr_bob", "12", "BDT"))
+    }
+
+    /**
+     * The field by the user's locale and the currency's minor unit (ISO 4217: JPY 0, BDT 2, KWD 3). Before,
+     * commas were stripped and two decimals assumed: "12,50" typed in German became 1,250.00 (100x).
+     */
+    @Test
+    fun `amounts are read by the locale and the currency's own minor unit`() {
+        val de = Locale.GERMANY
+        val en = Locale.US
+        val ja = Locale.JAPAN
+        fun minor(m: Long) = AmountReading.Minor(m)
+        val cases = listOf(
+            // German: "," is the decimal point, "." groups thousands.
+            Triple(de, "BDT", "12,50") to minor(1250),
+            Triple(de, "BDT", "12.50") to AmountReading.Malformed,
+            Triple(de, "BDT", "1.250") to minor(125_000),
+            Triple(de, "BDT", "1.250,5") to minor(125_050),
+            Triple(de, "BDT", "0,005") to AmountReading.TooManyDecimals(2),
+            Triple(de, "JPY", "1.000") to minor(1000),
+            Triple(de, "JPY", "12,5") to AmountReading.TooManyDecimals(0),
+            Triple(de, "KWD", "12,5") to minor(12_500),
+            Triple(de, "KWD", "1,250") to minor(1250),
+            Triple(de, "KWD", "1.000,000") to minor(1_000_000),
+            Triple(de, "KWD", "1.000") to AmountReading.Ambiguous(1_000_000, 1000),
+            // English: "." is the decimal point, "," groups thousands.
+            Triple(en, "BDT", "12.50") to minor(1250),
+            Triple(en, "BDT", "12,50") to AmountReading.Malformed,
+            Triple(en, "BDT", "1,250") to minor(125_000),
+            Triple(en, "BDT", "12.505") to AmountReading.TooManyDecimals(2),
+            Triple(en, "BDT", "1,25,000") to AmountReading.Malformed,
+            Triple(en, "JPY", "1,000") to minor(1000),
+            Triple(en, "JPY", "1.000") to AmountReading.TooManyDecimals(0),
+            Triple(en, "KWD", "1.250") to minor(1250),
+            Triple(en, "KWD", "1,000") to AmountReading.Ambiguous(1_000_000, 1000),
+            Triple(en, "KWD", "1,000.5") to minor(1_000_500),
+            Triple(en, "KWD", "1000") to minor(1_000_000),
+            // Japanese: as English; full-width digits are refused rather than guessed.
+            Triple(ja, "JPY", "1,250") to minor(1250),
+            Triple(ja, "JPY", "1250") to minor(1250),
+            Triple(ja, "JPY", "12.5") to AmountReading.TooManyDecimals(0),
+            Triple(ja, "JPY", "\uFF11\uFF12") to AmountReading.Malformed,
+            Triple(ja, "BDT", "12.50") to minor(1250),
+            Triple(ja, "BDT", "12,50") to AmountReading.Malformed,
+            Triple(ja, "KWD", "1.5") to minor(1500),
+            Triple(ja, "KWD", "1,000") to AmountReading.Ambiguous(1_000_000, 1000),
+            // Separators anywhere else, signs, a second decimal point, 16 integer digits.
+            Triple(en, "BDT", "1,2,3") to AmountReading.Malformed,
+            Triple(en, "BDT", "1.2.3") to AmountReading.Malformed,
+            Triple(de, "BDT", "+5") to AmountReading.Malformed,
+            Triple(en, "BDT", "1234567890123456") to AmountReading.Malformed,
+            Triple(en, "JPY", "0") to AmountReading.Zero,
+            // French groups with a narrow no-break space; a typed space is accepted in its place.
+            Triple(Locale.FRANCE, "BDT", "1 250,50") to minor(125_050),
+        )
+        val wrong = cases.mapNotNull { (input, want) ->
+            val got = AmountReader.read(input.third, input.first, input.second)
+            if (got == want) null else "${input.first} ${input.second} \"${input.third}\": got $got, want $want"
+        }
+        assertEquals(emptyList<String>(), wrong)
+    }
+
+    @Test
+    fun `every amount refusal has its own text in the locale`() {
+        try {
+            Texts.locale = Locale.GERMANY
+            assertEquals(Texts.AmountInput.Valid(1250), Texts.parseAmount("12,50", "BDT"))
+            assertEquals(Texts.AmountInput.Invalid("Geben Sie einen Betrag wie 12,50 ein"), Texts.parseAmount("12.50", "BDT"))
+            assertEquals(Texts.AmountInput.Invalid("JPY-Beträge haben keine Nachkommastellen"), Texts.parseAmount("12,5", "JPY"))
+            Texts.locale = Locale.JAPAN
+            assertEquals(Texts.AmountInput.Invalid("Enter an amount like 12"), Texts.parseAmount("12a", "JPY"))
+            Texts.locale = Locale.US
+            assertEquals(Texts.AmountInput.Invalid("JPY amounts have no decimal places"), Texts.parseAmount("1.000", "JPY"))
+            assertEquals(Texts.AmountInput.Invalid("At most 3 decimal places for KWD"), Texts.parseAmount("1.0005", "KWD"))
+            assertEquals(Texts.AmountInput.Invalid("Enter an amount like 12.500"), Texts.parseAmount("12,5", "KWD"))
+            assertEquals(
+                Texts.AmountInput.Invalid("\"1,000\" could mean 1,000.000 KWD or 1.000 KWD: type it without the separator, or with all decimals after \".\""),
+                Texts.parseAmount("1,000", "KWD"),
+            )
+        } finally {
+            Texts.locale = Locale.US
+        }
+    }
+
+    /** Before: the data class printed `token=<the token>` wherever the account was logged. */
+    @Test
+    fun `a printed demo account never shows its token`() {
+        val a = DemoAccount("http://10.0.2.2:8080", "usr_a", "tok-s3cret", "usr_b")
+        for (printed in listOf(a.toString(), "$a", listOf(a).toString(), mapOf("account" to a).toString())) {
+            assertTrue(!printed.contains("tok-s3cret") && printed.contains("usr_a"), printed)
+        }
+        assertEquals("tok-s3cret", a.token)
     }
 
     @Test
@@ -130,7 +223,7 @@ class TextsTest {
             assertEquals("Gesendet", Texts.stateLabel(transfer(TransferState.SUCCEEDED)))
             assertEquals("In der Warteschlange", Texts.stateLabel(transfer(TransferState.PENDING)))
             assertEquals("Warte auf Netz — Versuch 2, nächster in 3 s", Texts.waitingLine(transfer(TransferState.RETRYING, 2u, nextAt = 3_000), false, 0))
-            assertEquals("Geben Sie einen Betrag ein", Texts.validation("usr_bob", ""))
+            assertEquals("Geben Sie einen Betrag ein", Texts.validation("usr_bob", "", "BDT"))
             assertEquals("Offline", TrainMode.OFFLINE.label)
             assertEquals("Gar kein Netz: Überweisungen warten und werden erneut versucht.", TrainMode.OFFLINE.description)
             // No German text: the English one, never the key.
