@@ -3,7 +3,8 @@
 //!
 //! A publisher delivers a batch and says which events the far side acknowledged; only
 //! then are they marked published. A crash in between publishes them again: the
-//! at-least-once edge every consumer's inbox absorbs.
+//! at-least-once edge every consumer's inbox absorbs. On PostgreSQL the batch is claimed
+//! while it is published, so the relays of several instances take disjoint batches.
 
 #[cfg(feature = "kafka")]
 pub mod kafka;
@@ -101,32 +102,31 @@ pub async fn run<P: Publisher>(app: App, publisher: P, mut shutdown: watch::Rece
     }
 }
 
-/// One batch: returns how many events were marked, or `None` after a failure.
+/// One batch, claimed so that no other instance's relay publishes it meanwhile (see
+/// [`crate::store::Store::relay_claimed`]): returns how many events were marked, or
+/// `None` after a failure.
 async fn round<P: Publisher>(app: &App, publisher: &P) -> Option<usize> {
-    let events = match app.store.outbox_unpublished(BATCH).await {
-        Ok(events) => events,
-        Err(e) => {
-            tracing::warn!(%e, "relay could not read the outbox");
-            return None;
-        }
-    };
-    if events.is_empty() {
-        return Some(0);
-    }
-    let acked = match publisher.publish(&events).await {
-        Ok(acked) => acked,
-        Err(e) => {
+    let publish: crate::store::Publish<'_> = Box::new(move |events| {
+        Box::pin(async move {
+            let acked = publisher
+                .publish(&events)
+                .await
+                .map_err(|e| e.to_string())?;
+            crash_point_after_ack().await;
+            Ok(acked)
+        })
+    });
+    match app.store.relay_claimed(BATCH, publish).await {
+        Ok(crate::store::RelayRound {
+            failed: Some(e), ..
+        }) => {
             tracing::warn!(%e, "relay publish failed; trying again");
             tokio::time::sleep(BACKOFF).await;
-            return None;
+            None
         }
-    };
-    crash_point_after_ack().await;
-    let marked = acked.len();
-    match app.store.mark_published(acked).await {
-        Ok(()) => Some(marked),
+        Ok(round) => Some(round.marked),
         Err(e) => {
-            tracing::warn!(%e, "relay could not mark events published; they go out again");
+            tracing::warn!(%e, "relay could not claim or mark events; they go out again");
             None
         }
     }

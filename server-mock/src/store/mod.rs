@@ -27,6 +27,22 @@ mod sqlite_floor;
 /// A store call in flight.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbError>> + Send + 'a>>;
 
+/// A broker's answer to one outbox batch: the event ids it acknowledged, or why none.
+pub type PublishFut<'a> = Pin<Box<dyn Future<Output = Result<Vec<i64>, String>> + Send + 'a>>;
+/// Publishes one claimed batch of `(event_id, payload)` rows (the broker relay's publisher).
+pub type Publish<'a> = Box<dyn FnOnce(Vec<(i64, String)>) -> PublishFut<'a> + Send + 'a>;
+
+/// What one broker relay round did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RelayRound {
+    /// Events claimed (0: nothing unclaimed was pending).
+    pub claimed: usize,
+    /// Events marked published (what the broker acknowledged).
+    pub marked: usize,
+    /// The publish failed: nothing marked, the events are tried again.
+    pub failed: Option<String>,
+}
+
 /// What a look-up by key found: the debit (money moved), else the key row if any.
 pub type Lookup = Result<TransferRecord, Option<KeyRow>>;
 
@@ -333,6 +349,36 @@ pub trait Store: Send + Sync {
     fn outbox_unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, String)>>;
     /// Marks these events published (a broker acknowledged them).
     fn mark_published(&self, event_ids: Vec<i64>) -> Fut<'_, ()>;
+    /// One broker relay round: up to `limit` unpublished events, claimed so that no other
+    /// instance's relay publishes them meanwhile, handed to `publish`, and what it
+    /// acknowledged marked published. By default (one instance on its own database, as
+    /// with SQLite) a read, then the mark.
+    fn relay_claimed<'a>(&'a self, limit: usize, publish: Publish<'a>) -> Fut<'a, RelayRound> {
+        Box::pin(async move {
+            let events = self.outbox_unpublished(limit).await?;
+            let claimed = events.len();
+            if claimed == 0 {
+                return Ok(RelayRound::default());
+            }
+            let acked = match publish(events).await {
+                Ok(acked) => acked,
+                Err(e) => {
+                    return Ok(RelayRound {
+                        claimed,
+                        marked: 0,
+                        failed: Some(e),
+                    })
+                }
+            };
+            let marked = acked.len();
+            self.mark_published(acked).await?;
+            Ok(RelayRound {
+                claimed,
+                marked,
+                failed: None,
+            })
+        })
+    }
 
     /// Test API: creates a user with an opening balance.
     fn create_user(&self, user: NewUser) -> Fut<'_, ()>;

@@ -10,6 +10,7 @@ mod kill_points;
 mod procs;
 mod producer;
 mod proxy;
+mod relay_claims;
 mod replay;
 mod support;
 mod transactions;

@@ -36,6 +36,7 @@ use crate::reaper::{Resolved, Stuck};
 use crate::transfer::{Answer, Caller, Rules};
 
 mod accounts;
+mod broker_relay;
 mod commit;
 mod floor;
 mod heartbeat;
@@ -503,6 +504,14 @@ impl Store for PgStore {
                 .await?;
             Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
         })
+    }
+
+    fn relay_claimed<'a>(
+        &'a self,
+        limit: usize,
+        publish: crate::store::Publish<'a>,
+    ) -> Fut<'a, crate::store::RelayRound> {
+        Box::pin(broker_relay::relay_claimed(self, limit, publish))
     }
 
     fn mark_published(&self, event_ids: Vec<i64>) -> Fut<'_, ()> {
