@@ -3,7 +3,10 @@
 //! instances publish disjoint batches (each event once when nothing fails) instead of
 //! every instance publishing every event. A relay that dies or loses its connection
 //! mid-batch rolls back: its events are free again for the next round anywhere, and go
-//! out again (the at-least-once edge the consumers absorb).
+//! out again (the at-least-once edge the consumers absorb). The claim lives under the
+//! pool's `idle_in_transaction_session_timeout` like every transaction: a frozen relay
+//! holds its batch that long at most, and a broker slower than that to acknowledge loses
+//! the claim (the mark fails, the batch goes out again: a duplicate, never a loss).
 
 use super::PgStore;
 use crate::db::DbError;
