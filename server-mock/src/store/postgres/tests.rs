@@ -113,6 +113,38 @@ async fn a_real_deadlock_between_two_transactions_is_retried_until_both_commit()
     assert_eq!(sum, 4, "each transaction applied exactly once");
 }
 
+/// The heartbeat beats on a connection of its own: requests that pin every pooled
+/// connection (each waiting out a lock held by a frozen session) must not silence it, or
+/// the peers would judge a live instance dead and take its keys.
+#[tokio::test]
+async fn the_heartbeat_beats_while_every_pooled_connection_is_taken() {
+    let Some(store) = fresh(1).await else { return };
+    let pinned = store.client().await.unwrap();
+    let id = store.instance.id.to_string();
+    let before = mono_of(&pinned, &id).await;
+    let mut beat = false;
+    // Well below the pool's wait (POOL_WAIT, 2 s): a heartbeat queued for the pool stays silent.
+    for _ in 0..15 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if mono_of(&pinned, &id).await > before {
+            beat = true;
+            break;
+        }
+    }
+    assert!(beat, "no heartbeat while the pool was taken");
+}
+
+/// The heartbeat value of instance `id`.
+async fn mono_of(c: &tokio_postgres::Client, id: &str) -> i64 {
+    c.query_one(
+        "SELECT mono_ms FROM server_instances WHERE instance_id = $1",
+        &[&id],
+    )
+    .await
+    .unwrap()
+    .get(0)
+}
+
 #[tokio::test]
 async fn an_exhausted_pool_answers_busy_not_a_hang() {
     let Some(store) = fresh(1).await else { return };
