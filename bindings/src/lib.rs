@@ -2,8 +2,8 @@
 //! the `sendonce` crate.
 //!
 //! * [`objects`]: `SendOnceCore` (the SDK handle) and `ComposerCore` (one confirm screen)
-//! * [`types`]: transfer records and enums mirrored from the SDK (times through [`time`])
-//! * [`time`]: the SDK's `i64` ms as `SystemTime` and back
+//! * [`types`]: transfer records and enums mirrored from the SDK (times through `time`)
+//! * `time`: the SDK's `i64` ms as `SystemTime` and back
 //! * [`probe`]: a StrictMode-like record of the thread of each store transaction and each send
 //! * [`settings`]: the open config, retry policy and train-mode settings
 //! * [`error`]: `SendOnceError`, one variant per `SdkError` (+ `Internal` for a caught panic)
@@ -12,7 +12,7 @@
 //! * [`lifecycle`]: the shared instance, `drain`, accounts; [`foreign`]: token provider and transport
 //! * [`events`]: the event listener; [`logs`]: the log sink
 //!
-//! No panic crosses the FFI: every export runs inside [`guard`].
+//! No panic crosses the FFI: every export runs inside `guard`.
 
 uniffi::setup_scaffolding!();
 

@@ -1,6 +1,6 @@
 //! Mirrors of the SDK's transfer values as uniffi records and enums, with the conversions both ways.
 //!
-//! Times are `SystemTime` (Kotlin `Instant`, Swift `Date`), converted in [`crate::time`]. Amounts are
+//! Times are `SystemTime` (Kotlin `Instant`, Swift `Date`), converted in the `time` module. Amounts are
 //! `i64` minor units of the currency (paisa for BDT, cents for USD: 1 BDT = 100). Settings (config,
 //! retry, train mode) are in [`crate::settings`].
 

@@ -29,7 +29,7 @@ use report::{CheckResult, Report, Status};
 )]
 #[command(group = clap::ArgGroup::new("accounts").required(true).args(["test_api", "fixtures"]))]
 pub struct Args {
-    /// Backend base URL, e.g. http://127.0.0.1:8080 or https://staging.example.com
+    /// Backend base URL, e.g. `http://127.0.0.1:8080` or `https://staging.example.com`
     #[arg(long, value_name = "URL")]
     pub base_url: String,
     /// Create the users through server-mock's test API (POST /v1/test/users).

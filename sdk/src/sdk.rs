@@ -223,7 +223,7 @@ impl Sdk {
         self.core.add_listener(listener)
     }
 
-    /// Registers a listener told of every [`SdkEvent`] (attempts, answers, retries, outcomes,
+    /// Registers a listener told of every [`SdkEvent`](crate::SdkEvent) (attempts, answers, retries, outcomes,
     /// wipes), in order; returns an id for `remove_listener`.
     pub fn add_event_listener(&self, listener: Arc<dyn EventListener>) -> u64 {
         self.core.add_event_listener(listener)

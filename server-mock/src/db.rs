@@ -1,4 +1,4 @@
-//! The SQLite database: pragmas, group commit and a panic-safe handle for async code (tables in [`crate::schema`]).
+//! The SQLite database: pragmas, group commit and a panic-safe handle for async code (tables in `schema.rs`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
@@ -167,7 +167,7 @@ impl Db {
     /// a panic) from `f` rolls back `f`'s writes only, and the other jobs still commit. The
     /// result is delivered only after the COMMIT, with the requested durability; if the
     /// COMMIT fails every job of the group gets the error. `f` must not BEGIN/COMMIT itself
-    /// (nested SAVEPOINTs are fine), and it may run more than once (see [`group`]): only
+    /// (nested SAVEPOINTs are fine), and it may run more than once (see the `group` module): only
     /// its last run's writes and result count, so it must act on the connection only.
     pub async fn write<R, F>(&self, durability: Durability, f: F) -> Result<R, DbError>
     where

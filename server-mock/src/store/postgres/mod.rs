@@ -6,7 +6,7 @@
 //! primary keys and the ledger's one-debit-per-key index. SERIALIZABLE would add
 //! predicate-lock aborts under load and no safety these locks do not already give.
 //! Deadlocks (40P01) are still possible between relays, and 40001 from any future change;
-//! [`in_transaction!`] retries both a bounded number of times, then answers 503.
+//! `in_transaction!` retries both a bounded number of times, then answers 503.
 //!
 //! Connections come from a bounded pool (`deadpool-postgres`): when every connection is
 //! busy for [`POOL_WAIT`], the request gets 503 `busy` with `Retry-After`, never a hang.

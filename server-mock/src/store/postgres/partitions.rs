@@ -5,7 +5,7 @@
 //! `pg_dump`, an idle-in-transaction `SELECT`, a frozen instance). `CREATE TABLE …
 //! PARTITION OF` needs ACCESS EXCLUSIVE on the parent, and every claim and look-up queues
 //! behind a waiting request for it: so partitions are made a week ahead, each creation
-//! waits at most [`DDL_LOCK_WAIT`] and, when it cannot get the lock, is tried again after
+//! waits at most `DDL_LOCK_WAIT` and, when it cannot get the lock, is tried again after
 //! [`CREATE_RETRY`] — days of retries before a claim needs the partition. The instance-wide
 //! advisory locks are only ever *tried*: a pass that finds one taken leaves the work to its
 //! holder and looks again next pass, so no reaper waits behind another instance's DETACH.
@@ -89,7 +89,7 @@ pub async fn list(c: &tokio_postgres::Client) -> Result<Vec<(i64, String)>, DbEr
 }
 
 /// Creates the partitions for buckets `from..=to` that do not exist yet, nearest first,
-/// each in its own short transaction that waits at most [`DDL_LOCK_WAIT`] for its lock on
+/// each in its own short transaction that waits at most `DDL_LOCK_WAIT` for its lock on
 /// the key table (then fails with a transient error, see [`is_transient`]). A claim that
 /// needs the partition now waits for another instance creating partitions (at most the
 /// session's lock timeout): it would only fail its insert again without it.
