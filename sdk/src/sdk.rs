@@ -1,5 +1,6 @@
 //! The public handle: open, send, observe, close.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use tokio::runtime::{Handle, Runtime};
@@ -24,6 +25,8 @@ pub struct Sdk {
     pub(crate) handle: Handle,
     runtime: Mutex<Option<Runtime>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Claims on an instance from [`Sdk::shared`] not yet released by `close()`; 0 for one from `open`.
+    pub(crate) holders: AtomicUsize,
 }
 
 impl std::fmt::Debug for Sdk {
@@ -87,6 +90,7 @@ impl Sdk {
             handle,
             runtime: Mutex::new(runtime),
             tasks: Mutex::new(vec![sender, dispatcher, events, refresher]),
+            holders: AtomicUsize::new(0),
         })
     }
 
@@ -320,7 +324,18 @@ impl Sdk {
     }
 
     /// Stops sending and releases the file. Nothing is lost: a request cut off here is sent again, same key, on the next open.
+    ///
+    /// On an instance from [`Sdk::shared`] this releases the caller's claim only: the UI closing its
+    /// screen never stops a worker's send. The instance closes when every `shared()` call's claim is
+    /// released (or when the last handle is dropped).
     pub fn close(&self) {
+        if crate::shared::release(self) {
+            self.close_now();
+        }
+    }
+
+    /// Closes whoever else holds this instance.
+    fn close_now(&self) {
         self.core.mark_closed();
         for task in self
             .tasks
@@ -364,7 +379,8 @@ pub(crate) fn joined(core: &Core, e: tokio::task::JoinError) -> SdkError {
 
 impl Drop for Sdk {
     fn drop(&mut self) {
-        self.close();
+        // The last handle: no holder is left, whatever the count says.
+        self.close_now();
     }
 }
 

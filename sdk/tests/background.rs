@@ -65,14 +65,106 @@ async fn the_same_process_gets_the_same_instance_never_already_open() {
     // A plain open beside the shared instance still says AlreadyOpen.
     let plain = Sdk::open(config(&p.server.url, &db, &p.alice).build().unwrap());
     assert!(matches!(plain, Err(SdkError::AlreadyOpen(_))), "{plain:?}");
-    // Closed: the next shared() opens a fresh instance.
+    // Three claims (ui, worker, the relative path): each close() releases one; the last one closes.
     ui.close();
+    worker.close();
+    assert!(
+        !ui.is_closed(),
+        "one holder's close() closed it for the others"
+    );
+    ui.close();
+    assert!(ui.is_closed());
     let again = Sdk::shared(config(&p.server.url, &db, &p.alice).build().unwrap()).unwrap();
     assert!(!Arc::ptr_eq(&ui, &again));
     assert_eq!(
         again.transfer(&t.local_id).unwrap().state,
         TransferState::Succeeded
     );
+}
+
+struct Fixed;
+
+impl sendonce::AccessTokenProvider for Fixed {
+    fn token(&self, _: bool) -> sendonce::transport::BoxFuture<'_, Result<Option<String>, String>> {
+        Box::pin(async { Ok(Some("tok".to_string())) })
+    }
+}
+
+/// Before: a second `shared()` with another transport or token provider (or timeout, account, retry
+/// policy) got the first instance and its settings were dropped without a word; a UI's close() closed
+/// a worker's instance mid-send.
+#[tokio::test]
+async fn shared_refuses_a_differing_configuration_and_close_releases_one_claim() {
+    let p = parties(1_000_000).await;
+    let db = p.dir.path().join("shared.db");
+    let http = || {
+        Arc::new(
+            sendonce::transport::HttpTransport::new(Duration::from_secs(5), Duration::from_secs(5))
+                .unwrap(),
+        ) as Arc<dyn sendonce::transport::Transport>
+    };
+    let pinned = http();
+    let provider: Arc<dyn sendonce::AccessTokenProvider> = Arc::new(Fixed);
+    let cfg = || {
+        config(&p.server.url, &db, &p.alice)
+            .token_provider(provider.clone())
+            .build()
+            .unwrap()
+    };
+    let ui = Sdk::shared_with_transport(cfg(), pinned.clone()).unwrap();
+    let refused = |r: sendonce::Result<Arc<Sdk>>, what: &str| match r {
+        Err(SdkError::InvalidConfig(m)) => assert!(m.contains(what), "{what}: {m}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    // A worker that does not know the UI's pinned transport, or brings its own.
+    refused(Sdk::shared(cfg()), "transport");
+    refused(Sdk::shared_with_transport(cfg(), http()), "transport");
+    // Another token provider, or none.
+    let other: Arc<dyn sendonce::AccessTokenProvider> = Arc::new(Fixed);
+    refused(
+        Sdk::shared_with_transport(
+            config(&p.server.url, &db, &p.alice)
+                .token_provider(other)
+                .build()
+                .unwrap(),
+            pinned.clone(),
+        ),
+        "token provider",
+    );
+    refused(
+        Sdk::shared_with_transport(
+            config(&p.server.url, &db, &p.alice).build().unwrap(),
+            pinned.clone(),
+        ),
+        "token provider",
+    );
+    let mut slow = cfg();
+    slow.request_timeout = Duration::from_secs(60);
+    refused(
+        Sdk::shared_with_transport(slow, pinned.clone()),
+        "request timeout",
+    );
+    let mut bound = cfg();
+    bound.account_id = Some("someone-else".into());
+    refused(Sdk::shared_with_transport(bound, pinned.clone()), "account");
+    // The same configuration and objects: the same instance (the access token may be fresher).
+    let mut fresher = cfg();
+    fresher.access_token = Some("newer".into());
+    let worker = Sdk::shared_with_transport(fresher, pinned.clone()).unwrap();
+    assert!(Arc::ptr_eq(&ui, &worker));
+    // The UI closes its screen while the worker sends: the worker's instance stays open and sends.
+    ui.close();
+    assert!(
+        !worker.is_closed(),
+        "the UI's close() closed the worker's instance"
+    );
+    let t = worker.send_transfer(request(&p.bob, 700)).await.unwrap();
+    assert_eq!(
+        common::outcome(&worker, &t.local_id).await.state,
+        TransferState::Succeeded
+    );
+    worker.close();
+    assert!(worker.is_closed(), "the last holder's close() closes it");
 }
 
 #[test]

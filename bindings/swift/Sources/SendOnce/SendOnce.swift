@@ -43,11 +43,14 @@ public final class SendOnce: Sendable {
     private let profile = Broadcast<NetworkProfile>(.off)
 
     private let sharedKey: String?
-    private static let instances = Locked<[String: SendOnce]>([:])
+    private let openedWith: SharedSettings?
+    /// Shared instances by file, with their claims not yet released by `close()`.
+    private static let instances = Locked<[String: (sdk: SendOnce, holders: Int)]>([:])
 
-    private init(core: SendOnceCore, sharedKey: String? = nil) {
+    private init(core: SendOnceCore, sharedKey: String? = nil, openedWith: SharedSettings? = nil) {
         self.core = core
         self.sharedKey = sharedKey
+        self.openedWith = openedWith
     }
 
     /// Opens the file (off the caller's thread), recovers every unfinished transfer and resumes sending.
@@ -75,21 +78,36 @@ public final class SendOnce: Sendable {
     }
 
     /// The process's one instance on `config.dbPath`, for the UI, a BGTaskScheduler task and a push handler
-    /// alike: the same object on every call (never `AlreadyOpen`) until it is closed. Another process holding
-    /// the file (an app extension) throws `SendOnceError.Busy`: try again later. `tokenProvider` and
-    /// `transport` are used by the call that opens it (off the caller's thread).
+    /// alike: the same object on every call (never `AlreadyOpen`). Each call is one claim, released by one
+    /// `close()`: the instance closes when every caller has closed it, so the UI leaving never stops a
+    /// background send. Another process holding the file (an app extension) throws `SendOnceError.Busy`.
+    ///
+    /// Every call must configure it the same way: another base URL or setting, or another `tokenProvider` or
+    /// `transport` object, throws `SendOnceError.InvalidConfig` instead of being silently dropped (configure
+    /// it once, at application start). Not compared: the access token and the starting network profile.
     public static func shared(
         _ config: SendOnceConfig, tokenProvider: AccessTokenProvider? = nil, transport: HttpTransport? = nil
     ) async throws -> SendOnce {
         try config.checkSpans()
         return try await offCallerThread {
             let key = URL(fileURLWithPath: config.dbPath).standardizedFileURL.resolvingSymlinksInPath().path
+            let wanted = SharedSettings(config, tokenProvider: tokenProvider, transport: transport)
             return try SendOnce.instances.withLock { instances in
-                if let live = instances[key], !live.isClosed { return live }
+                if let live = instances[key], !live.sdk.isClosed {
+                    let differ = live.sdk.openedWith?.differences(wanted) ?? []
+                    guard differ.isEmpty else {
+                        throw SendOnceError.InvalidConfig(detail: """
+                            the shared instance on this file was opened with another \(differ.joined(separator: ", ")); \
+                            configure it once, at application start, and pass the same configuration and objects everywhere
+                            """)
+                    }
+                    instances[key]?.holders += 1
+                    return live.sdk
+                }
                 let core = try SendOnceCore.sharedWith(config: config, tokenProvider: tokenProvider, transport: transport)
-                let sdk = SendOnce(core: core, sharedKey: key)
+                let sdk = SendOnce(core: core, sharedKey: key, openedWith: wanted)
                 try sdk.start()
-                instances[key] = sdk
+                instances[key] = (sdk, 1)
                 return sdk
             }
         }
@@ -110,7 +128,7 @@ public final class SendOnce: Sendable {
     private var isClosed: Bool { state.withLock { $0.closed } }
 
     deinit {
-        close()
+        closeNow()
     }
 
     /// Registers with Rust first, then reads, so no change falls between the read and the listener.
@@ -268,7 +286,8 @@ public final class SendOnce: Sendable {
         return summary
     }
 
-    /// `drain(deadline:)` with a Swift `Duration`.
+    /// `drain(deadline:)` with a Swift `Duration` (a type of iOS 16 / macOS 13; on iOS 15 pass seconds).
+    @available(iOS 16, macOS 13, tvOS 16, watchOS 9, *)
     public func drain(deadline: Duration) async throws -> DrainSummary {
         let (seconds, attoseconds) = deadline.components
         return try await drain(deadline: TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18)
@@ -341,8 +360,26 @@ public final class SendOnce: Sendable {
 
     /// Stops sending and releases the file. Nothing is lost: a request cut off here is sent again, with the
     /// same key, on the next open. Safe to call twice; ends every stream, of the SDK and of its composers.
-    /// No store transaction runs here: the SDK aborts its tasks and drops the file lock.
+    /// No store transaction runs here: the SDK aborts its tasks and drops the file lock. On an instance from
+    /// `shared` it releases this caller's claim only (see `shared`).
     public func close() {
+        if let key = sharedKey {
+            // One holder lets go; the last one closes it (under the lock, so shared() never returns it closing).
+            let last = Self.instances.withLock { instances -> Bool in
+                guard let entry = instances[key], entry.sdk === self else { return true }
+                if entry.holders > 1 {
+                    instances[key]?.holders -= 1
+                    return false
+                }
+                instances[key] = nil
+                return true
+            }
+            if !last { return }
+        }
+        closeNow()
+    }
+
+    private func closeNow() {
         let taken: (UInt64, [WeakComposer])? = state.withLock { s in
             if s.closed { return nil }
             s.closed = true
@@ -351,11 +388,6 @@ public final class SendOnce: Sendable {
             return (s.listenerId, s.composers)
         }
         guard let (id, composers) = taken else { return }
-        if let key = sharedKey {
-            Self.instances.withLock { instances in
-                if instances[key] === self { instances[key] = nil }
-            }
-        }
         for composer in composers {
             composer.value?.close()
         }

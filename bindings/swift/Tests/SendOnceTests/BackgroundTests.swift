@@ -23,10 +23,61 @@ final class BackgroundTests: ServerTestCase {
         await assertThrows({ if case .AlreadyOpen = $0 { return true }; return false }, "open beside shared") {
             try await SendOnce.open(config)
         }
+        // Two claims: the UI's close() leaves the task's instance open; the task's close() closes it.
         ui.close()
+        _ = try await task.unfinishedTransfers()
+        task.close()
+        await assertThrows({ if case .Closed = $0 { return true }; return false }, "closed by its last holder") {
+            try await task.unfinishedTransfers()
+        }
         let next = try await SendOnce.shared(config)
         XCTAssertFalse(next === ui, "a closed instance is replaced")
         next.close()
+    }
+
+    /// Before: a second shared() with another transport, token provider or base URL got the first instance
+    /// and its own settings were dropped without a word; the UI's close() closed the task's instance mid-send.
+    func testSharedRefusesAnotherTransportProviderOrSettingAndOneHoldersCloseKeepsItOpen() async throws {
+        let alice = try await server.createUser("alice", balanceMinor: 1_000_000)
+        let bob = try await server.createUser("bob")
+        let config = config(alice)
+        let pinned = URLSessionTransport()
+        let provider = Provider(alice.token)
+        let ui = try await SendOnce.shared(config, tokenProvider: provider, transport: pinned)
+        defer { ui.close() }
+        // Records are immutable: the same config but for one field.
+        let variant = { (url: String, timeout: Double, account: String?, token: String) in
+            SendOnceConfig(
+                baseUrl: url, dbPath: config.dbPath, accessToken: AccessToken(value: token), retry: config.retry,
+                requestTimeout: timeout, accountId: account, backgroundWakeWindow: 0.2
+            )
+        }
+        let other = variant("https://api.example.com", 5, nil, alice.token)
+        let slower = variant(server.baseUrl, 60, nil, alice.token)
+        let bound = variant(server.baseUrl, 5, "usr_other", alice.token)
+        let refused: [(String, () async throws -> SendOnce)] = [
+            ("a task without the UI's transport and provider", { try await SendOnce.shared(config) }),
+            ("another transport object", { try await SendOnce.shared(config, tokenProvider: provider, transport: URLSessionTransport()) }),
+            ("another token provider", { try await SendOnce.shared(config, tokenProvider: Provider("x"), transport: pinned) }),
+            ("another base URL", { try await SendOnce.shared(other, tokenProvider: provider, transport: pinned) }),
+            ("another timeout", { try await SendOnce.shared(slower, tokenProvider: provider, transport: pinned) }),
+            ("another account", { try await SendOnce.shared(bound, tokenProvider: provider, transport: pinned) }),
+        ]
+        for (what, call) in refused {
+            await assertThrows({ if case .InvalidConfig = $0 { return true }; return false }, what) { _ = try await call() }
+        }
+        // The same configuration and objects (a fresher token is fine): the same instance.
+        let fresher = variant(server.baseUrl, 5, nil, "fresher")
+        let task = try await SendOnce.shared(fresher, tokenProvider: provider, transport: pinned)
+        XCTAssertTrue(ui === task)
+        ui.close()
+        let t = try await task.sendTransfer(to: bob.id, amountMinor: 700, currency: "BDT")
+        let done = try await task.outcome(of: t.localId)
+        XCTAssertEqual(done.state, .succeeded)
+        task.close()
+        await assertThrows({ if case .Closed = $0 { return true }; return false }, "closed by its last holder") {
+            try await task.unfinishedTransfers()
+        }
     }
 
     /// The helper executable `SendOnceHoldFile` (built with the tests), or `SENDONCE_HOLD_FILE`.

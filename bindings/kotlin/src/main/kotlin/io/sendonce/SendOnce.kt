@@ -37,6 +37,7 @@ class SendOnce private constructor(
     private val core: SendOnceCore,
     private val io: CoroutineDispatcher,
     private val sharedKey: String? = null,
+    private val openedWith: SharedSettings? = null,
 ) : AutoCloseable {
     companion object {
         private val instances = HashMap<String, SendOnce>()
@@ -64,9 +65,14 @@ class SendOnce private constructor(
 
         /**
          * The process's one instance on [SendOnceConfig.dbPath], for the UI, a WorkManager worker and a push
-         * handler alike: the same object on every call (never `AlreadyOpen`) until it is closed. Another
-         * process holding the file (a `:worker` process) throws [SendOnceException.Busy]: retry later.
-         * [tokenProvider], [transport] and [io] are used by the call that opens it (on [io]).
+         * handler alike: the same object on every call (never `AlreadyOpen`). Each call is one claim, released
+         * by one [close]: the instance closes when every caller has closed it, so the UI leaving never stops a
+         * worker's send. Another process holding the file (a `:worker` process) throws [SendOnceException.Busy].
+         *
+         * Every call must configure it the same way: another base URL or setting, or another [tokenProvider]
+         * or [transport] object, throws [SendOnceException.InvalidConfig] instead of being silently dropped
+         * (configure it once, at application start). Not compared: the access token (a caller may hold a
+         * fresher one) and the starting network profile. [io] is the opening call's.
          */
         @JvmStatic
         @Throws(SendOnceException::class)
@@ -79,10 +85,11 @@ class SendOnce private constructor(
             config.checkSpans()
             return withContext(io) {
                 val key = java.io.File(config.dbPath).canonicalPath
+                val wanted = SharedSettings(config, tokenProvider, transport)
                 synchronized(instances) {
-                    instances[key]?.takeIf { !it.closed.get() }
-                        ?: SendOnce(SendOnceCore.sharedWith(config, tokenProvider, transport), io, key)
-                            .also { it.start(); instances[key] = it }
+                    instances[key]?.takeIf { !it.closed.get() }?.let { return@withContext it.claim(wanted) }
+                    SendOnce(SendOnceCore.sharedWith(config, tokenProvider, transport), io, key, wanted)
+                        .also { it.start(); instances[key] = it }
                 }
             }
         }
@@ -113,6 +120,27 @@ class SendOnce private constructor(
     private val callbacks = CopyOnWriteArrayList<(Transfer) -> Unit>()
     private val composers: MutableSet<Composer> = Collections.synchronizedSet(Collections.newSetFromMap(WeakHashMap()))
     private var listenerId: ULong = 0u
+    private var holders = 1 // claims of a shared instance not yet released by close(); guarded by instances
+
+    /** Another [shared] call: the same configuration gets this instance (one more claim), another is refused. */
+    private fun claim(wanted: SharedSettings): SendOnce {
+        val differ = openedWith?.differences(wanted).orEmpty()
+        if (differ.isNotEmpty()) {
+            throw SendOnceException.InvalidConfig(
+                "the shared instance on this file was opened with another ${differ.joinToString()}; configure it " +
+                    "once, at application start, and pass the same configuration and objects everywhere",
+            )
+        }
+        holders += 1
+        return this
+    }
+
+    /** One holder of a shared instance lets go: true when it was the last (then it closes). */
+    private fun releaseShared(key: String): Boolean = synchronized(instances) {
+        if (closed.get() || --holders > 0) return false
+        if (instances[key] === this) instances.remove(key)
+        true
+    }
 
     /**
      * Every transfer, newest first: the current list at once, then after every change. Built from the
@@ -316,11 +344,12 @@ class SendOnce private constructor(
     /**
      * Stops sending and releases the file; every flow (of this SDK and of its composers) completes. Nothing is
      * lost: a request cut off here is sent again, with the same key, on the next [open]. Safe to call twice.
+     * On an instance from [shared] it releases this caller's claim only (see [shared]).
      * No store transaction runs here: the SDK aborts its tasks and drops the file lock.
      */
     override fun close() {
+        if (sharedKey != null && !releaseShared(sharedKey)) return
         if (!closed.compareAndSet(false, true)) return
-        sharedKey?.let { key -> synchronized(instances) { if (instances[key] === this) instances.remove(key) } }
         callbacks.clear()
         val open = synchronized(composers) { composers.toList() }
         open.forEach { it.close() }

@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Assertions.assertSame
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
+import okhttp3.OkHttpClient
 import java.io.File
 import java.time.Duration
 import java.util.concurrent.CopyOnWriteArrayList
@@ -38,10 +39,52 @@ class BackgroundTest : ServerTest() {
         val worker = SendOnce.shared(config)
         assertSame(ui, worker)
         assertThrows<SendOnceException.AlreadyOpen> { SendOnce.open(config) }
+        // Two claims: the UI's close() leaves the worker's instance open; the worker's close() closes it.
         ui.close()
+        worker.unfinishedTransfers()
+        worker.close()
+        assertThrows<SendOnceException.Closed> { worker.unfinishedTransfers() }
         val next = SendOnce.shared(config)
         assertNotSame(ui, next, "a closed instance is replaced")
         next.close()
+    }
+
+    /**
+     * Before: a second shared() with another transport, token provider or base URL got the first instance and
+     * its own settings were dropped without a word; the UI's close() closed the worker's instance mid-send.
+     */
+    @Test
+    fun `shared refuses another transport, provider or setting, and one holder's close keeps it open`() = runBlocking {
+        val alice = server.createUser("alice", 1_000_000)
+        val bob = server.createUser("bob")
+        val config = config(alice)
+        val pinned = OkHttpTransport(OkHttpClient())
+        val provider = recordingProvider(CopyOnWriteArrayList()) { alice.token }
+        val ui = SendOnce.shared(config, provider, pinned)
+        try {
+            val refused = mapOf(
+                "a worker without the UI's transport and provider" to suspend { SendOnce.shared(config) },
+                "another transport object" to suspend { SendOnce.shared(config, provider, OkHttpTransport(OkHttpClient())) },
+                "another token provider" to suspend { SendOnce.shared(config, recordingProvider(ArrayList()) { null }, pinned) },
+                "another base URL" to suspend { SendOnce.shared(config.copy(baseUrl = "https://api.example.com"), provider, pinned) },
+                "another timeout" to suspend { SendOnce.shared(config.copy(requestTimeout = Duration.ofSeconds(60)), provider, pinned) },
+                "another account" to suspend { SendOnce.shared(config.copy(accountId = "usr_other"), provider, pinned) },
+            )
+            for ((what, call) in refused) {
+                val e = runCatching { call() }.exceptionOrNull()
+                assertTrue(e is SendOnceException.InvalidConfig, "$what: got $e")
+            }
+            // The same configuration and objects (a fresher token and another spelling of the path are fine).
+            val worker = SendOnce.shared(config.copy(accessToken = AccessToken("fresher")), provider, pinned)
+            assertSame(ui, worker)
+            ui.close()
+            val t = worker.sendTransfer(bob.id, 700, "BDT")
+            assertEquals(TransferState.SUCCEEDED, withTimeout(30_000) { worker.awaitOutcome(t.localId) }.state)
+            worker.close()
+            assertThrows<SendOnceException.Closed> { worker.unfinishedTransfers() }
+        } finally {
+            ui.close()
+        }
     }
 
     @Test
