@@ -51,6 +51,43 @@ pub struct HttpHeader {
     pub value: String,
 }
 
+/// The headers of a request: a list like any other, except that its printed forms (Rust `Debug`, the
+/// Kotlin `toString` and Swift `description` of `HttpRequest`, through the `RedactedHeaders` types of
+/// both packages) show the value of `authorization` as `<redacted>`: a transport that logs the request
+/// it was handed never leaks the bearer token.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct RequestHeaders(pub Vec<HttpHeader>);
+
+uniffi::custom_type!(RequestHeaders, Vec<HttpHeader>, {
+    lower: |headers| headers.0,
+    try_lift: |headers| Ok(RequestHeaders(headers)),
+});
+
+impl std::ops::Deref for RequestHeaders {
+    type Target = Vec<HttpHeader>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for RequestHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|h| {
+                let secret = h.name.eq_ignore_ascii_case("authorization");
+                (
+                    &h.name,
+                    if secret {
+                        "<redacted>"
+                    } else {
+                        h.value.as_str()
+                    },
+                )
+            }))
+            .finish()
+    }
+}
+
 /// One request, fully materialised: send exactly these bytes, never retry, never follow a redirect.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct HttpRequest {
@@ -58,8 +95,8 @@ pub struct HttpRequest {
     pub method: String,
     /// Absolute URL.
     pub url: String,
-    /// Headers to send as they are (the bearer token among them).
-    pub headers: Vec<HttpHeader>,
+    /// Headers to send as they are (the bearer token among them; never printed).
+    pub headers: RequestHeaders,
     /// Body bytes (empty for GET).
     pub body: Vec<u8>,
 }
@@ -125,11 +162,13 @@ impl sendonce::transport::Transport for TransportAdapter {
                 Method::Delete => "DELETE".into(),
             },
             url: request.url,
-            headers: request
-                .headers
-                .into_iter()
-                .map(|(name, value)| HttpHeader { name, value })
-                .collect(),
+            headers: RequestHeaders(
+                request
+                    .headers
+                    .into_iter()
+                    .map(|(name, value)| HttpHeader { name, value })
+                    .collect(),
+            ),
             body: request.body,
         };
         Box::pin(async move {

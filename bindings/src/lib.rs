@@ -34,7 +34,9 @@ pub mod types;
 pub use cancel::CancelSignal;
 pub use error::SendOnceError;
 pub use events::{EventListener, SdkEvent};
-pub use foreign::{AccessTokenProvider, HttpHeader, HttpRequest, HttpResponse, HttpTransport};
+pub use foreign::{
+    AccessTokenProvider, HttpHeader, HttpRequest, HttpResponse, HttpTransport, RequestHeaders,
+};
 pub use lifecycle::{DrainSummary, WipeReport};
 pub use listener::{ComposerListener, ListenerError, TransferListener};
 pub use logs::{LogLevel, LogRecord, LogSink};

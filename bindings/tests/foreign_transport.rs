@@ -11,8 +11,8 @@ mod common;
 use common::config;
 use sendonce_ffi::foreign::TransportFailure;
 use sendonce_ffi::{
-    HttpHeader, HttpRequest, HttpResponse, HttpTransport, NetworkProfile, SendOnceCore,
-    TransferRequest, TransferState,
+    HttpHeader, HttpRequest, HttpResponse, HttpTransport, NetworkProfile, RequestHeaders,
+    SendOnceCore, TransferRequest, TransferState,
 };
 
 #[derive(Default)]
@@ -85,4 +85,34 @@ async fn train_mode_wraps_a_foreign_transport_like_the_built_in_one() {
         vec![t.idempotency_key.clone()]
     );
     core.shutdown().unwrap();
+}
+
+/// Before: `HttpRequest`'s Debug (and the Kotlin/Swift records' printed forms) showed the bearer token.
+#[test]
+fn a_printed_request_never_shows_the_bearer_token() {
+    let request = HttpRequest {
+        method: "POST".into(),
+        url: "https://api.example.com/v1/transfers".into(),
+        headers: RequestHeaders(vec![
+            HttpHeader {
+                name: "Authorization".into(),
+                value: "Bearer s3cret-token".into(),
+            },
+            HttpHeader {
+                name: "idempotency-key".into(),
+                value: "k-1".into(),
+            },
+        ]),
+        body: vec![],
+    };
+    let printed = format!("{request:?}");
+    assert!(!printed.contains("s3cret-token"), "{printed}");
+    assert!(
+        printed.contains("k-1") && printed.contains("<redacted>"),
+        "{printed}"
+    );
+    assert_eq!(
+        request.headers[0].value, "Bearer s3cret-token",
+        "sent as it is"
+    );
 }
