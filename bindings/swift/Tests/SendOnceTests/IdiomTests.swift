@@ -278,5 +278,8 @@ final class IdiomTests: ServerTestCase {
         let apis = try XCTUnwrap(plist["NSPrivacyAccessedAPITypes"] as? [[String: Any]])
         let timestamp = try XCTUnwrap(apis.first { $0["NSPrivacyAccessedAPIType"] as? String == "NSPrivacyAccessedAPICategoryFileTimestamp" })
         XCTAssertEqual(timestamp["NSPrivacyAccessedAPITypeReasons"] as? [String], ["C617.1"])
+        // The bundled SQLite's unixOpen calls fstatfs on Apple platforms (sqlite3.c:45305): DiskSpace.
+        let disk = try XCTUnwrap(apis.first { $0["NSPrivacyAccessedAPIType"] as? String == "NSPrivacyAccessedAPICategoryDiskSpace" })
+        XCTAssertEqual(disk["NSPrivacyAccessedAPITypeReasons"] as? [String], ["E174.1"])
     }
 }
