@@ -1,10 +1,15 @@
 // Layout only: every text, flag and list below comes from DemoUiState; every tap calls one `on…` method.
 import DemoViewModel
 import SwiftUI
+#if canImport(UIKit)
+import UIKit
+#endif
 
 struct ContentView: View {
     let vm: DemoViewModel
     @State private var ui = DemoUiState()
+    /// Transfers whose outcome VoiceOver has said (nil until the first loaded list: those are not announced).
+    @State private var announced: Set<String>? = nil
 
     var body: some View {
         NavigationStack {
@@ -26,6 +31,8 @@ struct ContentView: View {
                             Text(row.stateLabel).font(.footnote).foregroundStyle(.secondary)
                             if let id = row.serverTransferId { Text(id).font(.caption.monospaced()) }
                         }
+                        // One VoiceOver stop per transfer: title, state and id read together.
+                        .accessibilityElement(children: .combine)
                     }
                 }
                 settingsSection
@@ -34,6 +41,22 @@ struct ContentView: View {
         }
         // The view model publishes its whole state as a stream; the view mirrors it.
         .task { for await state in vm.states() { ui = state } }
+        .onChange(of: ui.transfers) { rows in announce(rows) }
+    }
+
+    /// VoiceOver says each transfer's outcome once (the view model's text), also one that ended in the
+    /// background; the rows already finished when the screen first loaded are not announced.
+    private func announce(_ rows: [TransferRow]) {
+        guard !ui.loading else { return }
+        var seen = announced ?? []
+        let first = announced == nil
+        for row in rows {
+            guard let text = row.announcement, seen.insert(row.localId).inserted, !first else { continue }
+            #if canImport(UIKit)
+            UIAccessibility.post(notification: .announcement, argument: text)
+            #endif
+        }
+        announced = seen
     }
 
     private var balanceSection: some View {

@@ -87,7 +87,8 @@ extension DemoUiState {
         ui.transfers = transfers.prefix(options.recentLimit).map {
             TransferRow(
                 localId: $0.localId, title: Texts.title($0), stateLabel: Texts.stateLabel($0),
-                serverTransferId: $0.serverTransferId, idempotencyKey: $0.idempotencyKey, settled: $0.state.isSettled
+                serverTransferId: $0.serverTransferId, idempotencyKey: $0.idempotencyKey, settled: $0.state.isSettled,
+                announcement: Texts.announcement($0)
             )
         }
         ui.trainMode = m.trainMode

@@ -108,6 +108,18 @@ public enum Texts {
         }
     }
 
+    /// What a screen reader announces when `t` reaches an outcome, also one sent in the background while the
+    /// user was elsewhere ("Sent: 12.50 BDT to usr_bob"); nil while it is on its way. The shell announces each
+    /// transfer's text once (VoiceOver's announcement notification, TalkBack's announceForAccessibility).
+    public static func announcement(_ t: Transfer) -> String? {
+        switch t.state {
+        case .succeeded: return text("demo.announce.succeeded", title(t))
+        case .rejected, .failed: return text("demo.announce.declined", title(t), shortReason(t.rejection))
+        case .needsAttention, .requiresAction: return text("demo.announce.needs_attention", title(t))
+        default: return nil
+        }
+    }
+
     /// The demo's text for one of the SDK's message keys, from `Resources/<lang>.lproj/Localizable.strings`
     /// of `locale`'s language (English when it has none or lacks the key), with `args` as `%1$@`, `%2$@`, ...
     static func text(_ key: String, fallback: String, _ args: String...) -> String {

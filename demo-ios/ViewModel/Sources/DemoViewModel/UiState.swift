@@ -95,6 +95,8 @@ public struct TransferRow: Equatable, Sendable, Identifiable {
     public var serverTransferId: String?
     public var idempotencyKey: String
     public var settled: Bool
+    /// What a screen reader announces once this transfer has an outcome (Texts.announcement), else nil.
+    public var announcement: String? = nil
 }
 
 /// The Train-mode selector: the SDK's network profiles a demo switches between.

@@ -278,6 +278,8 @@ final class DemoViewModelTests: ServerTestCase {
         try await wait(vm, "receipt") { $0.screen == .receipt }
         let debits = try await debits(of: try XCTUnwrap(confirm.accountUserId))
         XCTAssertEqual(debits.map(\.amountMinor), [1250])
+        // The list row carries what a screen reader announces, in the user's language.
+        try await wait(vm, "announcement") { $0.transfers.first?.announcement == "Gesendet: 12,50 BDT an \(confirm.recipient)" }
     }
 
     @MainActor

@@ -14,7 +14,8 @@ final class TextsTests: XCTestCase {
             localId: "l1", idempotencyKey: "k1", toUserId: "usr_bob", amountMinor: 1250, currency: "BDT", note: nil,
             state: state, attempts: attempts, createdAt: Date(timeIntervalSince1970: 0), updatedAt: Date(timeIntervalSince1970: 0),
             lastAttemptAt: nil, nextAttemptAt: nextAt.map { Date(timeIntervalSince1970: Double($0) / 1000) }, lastError: nil,
-            serverTransferId: nil, rejection: rejection, replayed: false
+            serverTransferId: nil, rejection: rejection, replayed: false,
+            operationType: "transfer", requiredAction: nil
         )
     }
 
@@ -130,6 +131,20 @@ final class TextsTests: XCTestCase {
             XCTAssertTrue(printed.contains("usr_a"), printed)
         }
         XCTAssertEqual(a.token, "tok-s3cret")
+    }
+
+    /// Before: nothing said a transfer's outcome to a screen reader, even one that ended in the background.
+    func testATransfersOutcomeIsAnnouncedInTheLocaleNothingWhileOnItsWay() {
+        let poor = Rejection(reason: .insufficientFunds, code: "insufficient_funds", detail: "", httpStatus: 402)
+        XCTAssertEqual(Texts.announcement(transfer(.succeeded)), "Sent: 12.50 BDT to usr_bob")
+        XCTAssertEqual(Texts.announcement(transfer(.rejected, rejection: poor)), "Declined: 12.50 BDT to usr_bob — not enough money")
+        XCTAssertEqual(Texts.announcement(transfer(.needsAttention)), "Needs attention: 12.50 BDT to usr_bob")
+        for s in [TransferState.pending, .sending, .retrying, .authRequired] {
+            XCTAssertNil(Texts.announcement(transfer(s)), "\(s)")
+        }
+        Texts.locale = Locale(identifier: "de_DE")
+        defer { Texts.locale = Locale(identifier: "en_US") }
+        XCTAssertEqual(Texts.announcement(transfer(.succeeded)), "Gesendet: 12,50 BDT an usr_bob")
     }
 
     func testWaitingLineCountsDownInRealSeconds() {

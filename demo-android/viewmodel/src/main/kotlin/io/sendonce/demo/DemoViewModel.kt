@@ -445,7 +445,10 @@ class DemoViewModel(
             errorText = m.errorText ?: derivedError,
             notice = m.notice,
             transfers = list.take(options.recentLimit).map {
-                TransferRow(it.localId, Texts.title(it), Texts.stateLabel(it), it.serverTransferId, it.idempotencyKey, it.state.isSettled)
+                TransferRow(
+                    it.localId, Texts.title(it), Texts.stateLabel(it), it.serverTransferId, it.idempotencyKey, it.state.isSettled,
+                    Texts.announcement(it),
+                )
             },
             trainMode = m.trainMode,
             networkAvailable = m.networkAvailable,

@@ -110,6 +110,18 @@ object Texts {
     }
 
     /**
+     * What a screen reader announces when [t] reaches an outcome, also one sent in the background while the
+     * user was elsewhere ("Sent: 12.50 BDT to usr_bob"); null while it is on its way. The shell announces each
+     * transfer's text once (TalkBack `announceForAccessibility`, VoiceOver's announcement notification).
+     */
+    fun announcement(t: Transfer): String? = when (t.state) {
+        TransferState.SUCCEEDED -> text("demo.announce.succeeded", title(t))
+        TransferState.REJECTED, TransferState.FAILED -> text("demo.announce.declined", title(t), shortReason(t.rejection))
+        TransferState.NEEDS_ATTENTION, TransferState.REQUIRES_ACTION -> text("demo.announce.needs_attention", title(t))
+        else -> null
+    }
+
+    /**
      * The demo's text for one of the SDK's message keys, from `strings.properties` (or the locale's
      * `strings_<lang>.properties`), with [args] in MessageFormat's `{0}`, `{1}`, ...; [fallback]'s text
      * when the key has none.

@@ -99,6 +99,8 @@ data class TransferRow(
     val serverTransferId: String?,
     val idempotencyKey: String,
     val settled: Boolean,
+    /** What a screen reader announces once this transfer has an outcome (Texts.announcement), else null. */
+    val announcement: String? = null,
 )
 
 /** The Train-mode selector: the SDK's network profiles a demo switches between (texts: `demo.train.<key>`). */

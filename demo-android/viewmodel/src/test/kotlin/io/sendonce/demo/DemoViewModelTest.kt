@@ -260,6 +260,8 @@ class DemoViewModelTest : ServerTest() {
             vm.onSendTapped()
             vm.await("receipt") { it.screen == Screen.RECEIPT }
             assertEquals(listOf(1250L), debitsOf(confirm.accountUserId!!).map { it.amountMinor })
+            // The list row carries what a screen reader announces, in the user's language.
+            vm.await("announcement") { it.transfers.firstOrNull()?.announcement == "Gesendet: 12,50 BDT an ${confirm.recipient}" }
         } finally {
             Texts.locale = Locale.US
         }

@@ -30,6 +30,7 @@ class TextsTest {
         localId = "l1", idempotencyKey = "k1", toUserId = "usr_bob", amountMinor = 1250, currency = "BDT", note = null,
         state = state, attempts = attempts, createdAt = Instant.EPOCH, updatedAt = Instant.EPOCH, lastAttemptAt = null,
         nextAttemptAt = nextAt?.let(Instant::ofEpochMilli), lastError = null, serverTransferId = null, rejection = rejection, replayed = false,
+        operationType = "transfer", requiredAction = null,
     )
 
     @Test
@@ -158,6 +159,27 @@ class TextsTest {
             assertTrue(!printed.contains("tok-s3cret") && printed.contains("usr_a"), printed)
         }
         assertEquals("tok-s3cret", a.token)
+    }
+
+    /** Before: nothing said a transfer's outcome to a screen reader, even one that ended in the background. */
+    @Test
+    fun `a transfer's outcome is announced in the locale, nothing while it is on its way`() {
+        val poor = Rejection(RejectionReason.InsufficientFunds, "insufficient_funds", "", 402u)
+        assertEquals("Sent: 12.50 BDT to usr_bob", Texts.announcement(transfer(TransferState.SUCCEEDED)))
+        assertEquals(
+            "Declined: 12.50 BDT to usr_bob — not enough money",
+            Texts.announcement(transfer(TransferState.REJECTED, rejection = poor)),
+        )
+        assertEquals("Needs attention: 12.50 BDT to usr_bob", Texts.announcement(transfer(TransferState.NEEDS_ATTENTION)))
+        for (s in listOf(TransferState.PENDING, TransferState.SENDING, TransferState.RETRYING, TransferState.AUTH_REQUIRED)) {
+            assertNull(Texts.announcement(transfer(s)), "$s")
+        }
+        try {
+            Texts.locale = Locale.GERMANY
+            assertEquals("Gesendet: 12,50 BDT an usr_bob", Texts.announcement(transfer(TransferState.SUCCEEDED)))
+        } finally {
+            Texts.locale = Locale.US
+        }
     }
 
     @Test

@@ -27,9 +27,13 @@ import androidx.compose.material3.Text
 import androidx.compose.material3.TextButton
 import androidx.compose.material3.TopAppBar
 import androidx.compose.runtime.Composable
+import androidx.compose.runtime.LaunchedEffect
 import androidx.compose.runtime.getValue
+import androidx.compose.runtime.remember
 import androidx.compose.ui.Alignment
 import androidx.compose.ui.Modifier
+import androidx.compose.ui.platform.LocalView
+import androidx.compose.ui.semantics.semantics
 import androidx.compose.ui.res.stringResource
 import androidx.compose.ui.text.font.FontFamily
 import androidx.compose.ui.text.input.KeyboardType
@@ -43,6 +47,19 @@ import io.sendonce.demo.Screen
 @Composable
 fun DemoApp(vm: DemoViewModel) {
     val ui by vm.state.collectAsStateWithLifecycle()
+    // TalkBack says each transfer's outcome once (the view model's text), also one that ended in the
+    // background; the rows already finished when the screen first loaded are not announced.
+    val view = LocalView.current
+    val announced = remember { HashSet<String>() }
+    val seeded = remember { booleanArrayOf(false) }
+    LaunchedEffect(ui.transfers, ui.loading) {
+        if (ui.loading) return@LaunchedEffect
+        for (row in ui.transfers) {
+            val text = row.announcement ?: continue
+            if (announced.add(row.localId) && seeded[0]) view.announceForAccessibility(text)
+        }
+        seeded[0] = true
+    }
     MaterialTheme {
         Scaffold(topBar = { TopAppBar(title = { Text(stringResource(R.string.app_name)) }) }) { padding ->
             LazyColumn(
@@ -57,7 +74,8 @@ fun DemoApp(vm: DemoViewModel) {
                 item { Text(stringResource(R.string.recent_transfers), style = MaterialTheme.typography.titleMedium) }
                 if (ui.transfers.isEmpty()) item { Text(stringResource(R.string.no_transfers)) }
                 items(ui.transfers, key = { it.localId }) { row ->
-                    Column {
+                    // One TalkBack stop per transfer: title, state and id read together.
+                    Column(Modifier.semantics(mergeDescendants = true) {}) {
                         Text(row.title)
                         Text(row.stateLabel, style = MaterialTheme.typography.bodySmall)
                         row.serverTransferId?.let { Text(it, style = MaterialTheme.typography.bodySmall, fontFamily = FontFamily.Monospace) }
