@@ -40,6 +40,14 @@ public final class Composer: Sendable {
         return try await cancellable { _ in try await core.confirm(request: request) }
     }
 
+    /// The user tapped Send on an operation of the app's own API: one key per intent; a repeated tap (also
+    /// while the operation waits in `.requiresAction`) returns the same one.
+    public func confirm(_ operation: OperationRequest) async throws -> Transfer {
+        let core = try live()
+        defer { refresh() }
+        return try await cancellable { _ in try await core.confirmOperation(operation: operation) }
+    }
+
     /// Shorthand of `confirm(_:)` with the request's fields (`amountMinor` in minor units of `currency`).
     public func confirm(to toUserId: String, amountMinor: Int64, currency: String, note: String? = nil) async throws -> Transfer {
         try await confirm(TransferRequest(toUserId: toUserId, amountMinor: amountMinor, currency: currency, note: note))

@@ -165,6 +165,18 @@ public final class SendOnce: Sendable {
         try await sendTransfer(TransferRequest(toUserId: toUserId, amountMinor: amountMinor, currency: currency, note: note))
     }
 
+    /// The user confirmed an operation of the app's own API (an `OperationRequest` value): the key is minted
+    /// and method, path, headers and exact body are committed before the first byte; every attempt sends them.
+    public func sendOperation(_ operation: OperationRequest) async throws -> Transfer {
+        let core = try live()
+        return try await cancellable { _ in try await core.sendOperation(operation: operation) }
+    }
+
+    /// The customer completed the step the server asked for (`.requiresAction`): sent again, same key and bytes.
+    public func actionCompleted(_ localId: String) async throws -> Transfer {
+        try await io { try $0.actionCompleted(localId: localId) }
+    }
+
     /// One transfer by local id.
     public func transfer(_ localId: String) async throws -> Transfer {
         try await io { try $0.transfer(localId: localId) }

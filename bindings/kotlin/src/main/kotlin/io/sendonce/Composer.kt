@@ -49,6 +49,19 @@ class Composer internal constructor(
         }
     }
 
+    /**
+     * The user tapped Send on an operation of the app's own API (build it with [operation]): one key per
+     * intent; a repeated tap — also while the operation waits in RequiresAction — returns the same one.
+     */
+    @Throws(SendOnceException::class)
+    suspend fun confirm(operation: OperationRequest): Transfer = live {
+        try {
+            core.confirmOperation(operation)
+        } finally {
+            refresh()
+        }
+    }
+
     /** Shorthand of [confirm] with the request's fields ([amountMinor] in minor units of [currency]). */
     @Throws(SendOnceException::class)
     suspend fun confirm(toUserId: String, amountMinor: Long, currency: String, note: String? = null): Transfer =

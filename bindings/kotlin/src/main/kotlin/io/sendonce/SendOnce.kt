@@ -182,6 +182,17 @@ class SendOnce private constructor(
     suspend fun transfer(localId: String): Transfer = live { core.transfer(localId) }
 
     /**
+     * The user confirmed an operation of the app's own API (build it with [operation]): the key is minted
+     * and method, path, headers and exact body are committed before the first byte; every attempt sends them.
+     */
+    @Throws(SendOnceException::class)
+    suspend fun sendOperation(operation: OperationRequest): Transfer = live { core.sendOperation(operation) }
+
+    /** The customer completed the step the server asked for (RequiresAction): sent again, same key and bytes. */
+    @Throws(SendOnceException::class)
+    suspend fun actionCompleted(localId: String): Transfer = live { core.actionCompleted(localId) }
+
+    /**
      * One page of the history, newest first: up to [limit] (at most 500) transfers after the one with local
      * id [after] (the last of the previous page; `null` for the first). Pages never repeat or skip a
      * transfer while new ones are added; [SendOnceException.NotFound] if [after] was pruned meanwhile.

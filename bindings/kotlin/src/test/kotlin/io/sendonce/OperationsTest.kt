@@ -1,0 +1,118 @@
+package io.sendonce
+
+import kotlinx.coroutines.flow.first
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+import okhttp3.OkHttpClient
+import okhttp3.mockwebserver.Dispatcher
+import okhttp3.mockwebserver.MockResponse
+import okhttp3.mockwebserver.MockWebServer
+import okhttp3.mockwebserver.RecordedRequest
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.assertThrows
+import java.util.concurrent.CopyOnWriteArrayList
+import kotlin.io.path.createTempDirectory
+
+/** A bank's own API through the SDK: its operation, its contract, its step-up authentication (RequiresAction). */
+class OperationsTest {
+    // --- README: the bank's own request, Kotlin ---------------------------------------------------
+    val bank = ResponseContract(
+        keyHeader = "x-request-key",
+        keyEcho = AnswerLocator.Header(name = "x-request-key"),
+        operationId = AnswerLocator.Header(name = "x-operation-id"),
+        problemContentType = "application/vnd.bank.error+json",
+        problemCode = "/error/code",
+        problemDetail = "/error/message",
+        refusals = listOf(RefusalCode(code = "FUNDS_INSUFFICIENT", reason = RejectionReason.InsufficientFunds)),
+        actionRequired = listOf("SCA_REQUIRED"),
+        actionUrl = AnswerLocator.Body(pointer = "/error/sca/redirect_url"),
+        actionChallengeId = AnswerLocator.Body(pointer = "/error/sca/challenge_id"),
+        lookupPath = "/api/v2/payment-orders/by-key/{key}",
+        lookupNotFound = listOf("ORDER_NOT_FOUND"),
+    )
+
+    fun paymentOrder(amount: String) = operation("payment_order", OperationMethod.POST, "/api/v2/payment-orders") {
+        header("x-channel", "mobile")
+        json("""{"source_account":"DE02-ACC-1","amount":{"value":"$amount","currency":"EUR"},"metadata":{"basket":"b-7"}}""")
+        counterparty = "DE89370400440532013000"
+        amountMinor = 1250
+        currency = "EUR"
+    }
+    // --- end README ---------------------------------------------------------------------------------
+
+    private class Bank : AutoCloseable {
+        val posts = CopyOnWriteArrayList<RecordedRequest>()
+        val server = MockWebServer().apply {
+            dispatcher = object : Dispatcher() {
+                override fun dispatch(request: RecordedRequest): MockResponse {
+                    if (request.method == "GET") {
+                        return MockResponse().setResponseCode(404).setHeader("content-type", "application/vnd.bank.error+json")
+                            .setBody("""{"error":{"code":"ORDER_NOT_FOUND"}}""")
+                    }
+                    posts += request
+                    val key = request.getHeader("x-request-key") ?: ""
+                    return if (posts.size == 1) {
+                        MockResponse().setResponseCode(428).setHeader("content-type", "application/vnd.bank.error+json")
+                            .setBody("""{"error":{"code":"SCA_REQUIRED","sca":{"redirect_url":"https://bank.example/sca/ch_1","challenge_id":"ch_1"}}}""")
+                    } else {
+                        MockResponse().setResponseCode(201).setHeader("content-type", "application/json")
+                            .setHeader("x-request-key", key).setHeader("x-operation-id", "po_1").setBody("""{"status":"EXECUTED"}""")
+                    }
+                }
+            }
+            start()
+        }
+        val url: String get() = "http://127.0.0.1:${server.port}"
+        override fun close() = server.shutdown()
+    }
+
+    private fun config(url: String, db: String) =
+        SendOnceConfig(baseUrl = url, dbPath = db, accessToken = AccessToken("tok"), contract = bank)
+
+    @Test
+    fun `a step-up answer parks the order, survives a reopen, and resumes with the same key and bytes`() = runBlocking {
+        Bank().use { bank ->
+            val db = createTempDirectory("sendonce-ops").resolve("d.db").toString()
+            val localId = SendOnce.open(config(bank.url, db), null, OkHttpTransport(OkHttpClient())).use { sdk ->
+                sdk.composer().use { composer ->
+                    val first = composer.confirm(paymentOrder("12.50"))
+                    assertEquals("payment_order", first.operationType)
+                    val parked = withTimeout(20_000) { composer.state.first { it is ComposerState.RequiresAction } }
+                    assertEquals("ch_1", parked.requiredAction?.challengeId)
+                    assertEquals("https://bank.example/sca/ch_1", parked.requiredAction?.url)
+                    assertFalse(composer.isSendEnabled)
+                    // A second tap while parked: the same order, no second key.
+                    assertEquals(first.localId, composer.confirm(paymentOrder("12.50")).localId)
+                    assertEquals(1, sdk.transfers(null, 10).size)
+                    first.localId
+                }
+            }
+            // The app was closed while the customer was in the banking app: still parked.
+            SendOnce.open(config(bank.url, db), null, OkHttpTransport(OkHttpClient())).use { sdk ->
+                assertEquals(TransferState.REQUIRES_ACTION, sdk.transfer(localId).state)
+                assertEquals(1, bank.posts.size)
+                sdk.actionCompleted(localId)
+                val done = withTimeout(20_000) { sdk.awaitOutcome(localId) }
+                assertEquals(TransferState.SUCCEEDED, done.state)
+                assertEquals("po_1", done.serverTransferId)
+            }
+            assertEquals(2, bank.posts.size)
+            val (a, b) = bank.posts
+            assertEquals(a.getHeader("x-request-key"), b.getHeader("x-request-key"))
+            assertEquals(a.body.readUtf8(), b.body.readUtf8())
+            assertEquals("mobile", b.getHeader("x-channel"))
+            assertEquals("/api/v2/payment-orders", b.path)
+        }
+    }
+
+    @Test
+    fun `a contract that cannot tell the bank from a proxy is refused at open`() {
+        val db = createTempDirectory("sendonce-ops").resolve("d.db").toString()
+        val blind = bank.copy(keyEcho = null)
+        assertThrows<SendOnceException.InvalidConfig> { runBlocking { SendOnce.open(config("http://127.0.0.1:9", db).copy(contract = blind)) } }
+        val html = bank.copy(problemContentType = "text/html")
+        assertThrows<SendOnceException.InvalidConfig> { runBlocking { SendOnce.open(config("http://127.0.0.1:9", db).copy(contract = html)) } }
+    }
+}

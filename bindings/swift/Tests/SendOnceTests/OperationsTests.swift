@@ -1,0 +1,120 @@
+import Foundation
+import XCTest
+@testable import SendOnce
+
+/// A bank's own API through the SDK (its operation, its contract, its step-up authentication), answered
+/// by a scripted bank inside the app's transport: no server-mock involved.
+final class OperationsTests: XCTestCase {
+    // --- README: the bank's own request, Swift --------------------------------------------------------
+    struct PaymentOrder: Encodable {
+        let sourceAccount: String
+        let amount: String
+        let metadata: [String: String]
+    }
+
+    static let bank = contract()
+
+    static func contract(
+        keyEcho: AnswerLocator? = .header(name: "x-request-key"),
+        errors: String = "application/vnd.bank.error+json"
+    ) -> ResponseContract {
+        ResponseContract(
+        keyHeader: "x-request-key",
+        keyEcho: keyEcho,
+        operationId: .header(name: "x-operation-id"),
+        problemContentType: errors,
+        problemCode: "/error/code",
+        problemDetail: "/error/message",
+        refusals: [RefusalCode(code: "FUNDS_INSUFFICIENT", reason: .insufficientFunds)],
+        actionRequired: ["SCA_REQUIRED"],
+        actionUrl: .body(pointer: "/error/sca/redirect_url"),
+        actionChallengeId: .body(pointer: "/error/sca/challenge_id"),
+        lookupPath: "/api/v2/payment-orders/by-key/{key}",
+        lookupNotFound: ["ORDER_NOT_FOUND"]
+        )
+    }
+
+    static func order(_ amount: String) throws -> OperationRequest {
+        try OperationRequest(
+            "payment_order", .post, "/api/v2/payment-orders",
+            json: PaymentOrder(sourceAccount: "DE02-ACC-1", amount: amount, metadata: ["basket": "b-7"]),
+            headers: ["x-channel": "mobile"], counterparty: "DE89370400440532013000", amountMinor: 1250, currency: "EUR")
+    }
+    // --- end README -----------------------------------------------------------------------------------
+
+    /// The bank, scripted: the first order answers "SCA required", every later one succeeds for its key.
+    final class Bank: HttpTransport, @unchecked Sendable {
+        private let lock = NSLock()
+        private var posts: [HttpRequest] = []
+        var received: [HttpRequest] { lock.lock(); defer { lock.unlock() }; return posts }
+
+        func send(request: HttpRequest) async throws -> HttpResponse {
+            let error = HttpHeader(name: "content-type", value: "application/vnd.bank.error+json")
+            if request.method == "GET" {
+                return HttpResponse(status: 404, headers: [error], body: Data(#"{"error":{"code":"ORDER_NOT_FOUND"}}"#.utf8))
+            }
+            let n: Int = { lock.lock(); defer { lock.unlock() }; posts.append(request); return posts.count }()
+            let key = request.headers.first { $0.name == "x-request-key" }?.value ?? ""
+            if n == 1 {
+                let body = #"{"error":{"code":"SCA_REQUIRED","sca":{"redirect_url":"https://bank.example/sca/ch_1","challenge_id":"ch_1"}}}"#
+                return HttpResponse(status: 428, headers: [error], body: Data(body.utf8))
+            }
+            return HttpResponse(
+                status: 201,
+                headers: [HttpHeader(name: "content-type", value: "application/json"),
+                          HttpHeader(name: "x-request-key", value: key), HttpHeader(name: "x-operation-id", value: "po_1")],
+                body: Data(#"{"status":"EXECUTED"}"#.utf8))
+        }
+    }
+
+    func config(_ db: String) -> SendOnceConfig {
+        SendOnceConfig(baseUrl: "https://bank.example", dbPath: db, accessToken: AccessToken(value: "tok"), contract: Self.bank)
+    }
+
+    func testAStepUpAnswerParksTheOrderSurvivesAReopenAndResumesWithTheSameKeyAndBytes() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let db = dir.appendingPathComponent("d.db").path
+        let bank = Bank()
+        let sdk = try await SendOnce.open(config(db), tokenProvider: nil, transport: bank)
+        let composer = try await sdk.composer()
+        let first = try await composer.confirm(try Self.order("12.50"))
+        XCTAssertEqual(first.operationType, "payment_order")
+        var parked: ComposerState?
+        for await state in composer.states() {
+            if state.requiredAction != nil { parked = state; break }
+        }
+        XCTAssertEqual(parked?.requiredAction?.challengeId, "ch_1")
+        XCTAssertEqual(parked?.requiredAction?.url, "https://bank.example/sca/ch_1")
+        XCTAssertFalse(composer.sendEnabled)
+        let again = try await composer.confirm(try Self.order("12.50"))
+        XCTAssertEqual(again.localId, first.localId, "a second tap while parked: the same order")
+        composer.close()
+        sdk.close()
+
+        let reopened = try await SendOnce.open(config(db), tokenProvider: nil, transport: bank)
+        let still = try await reopened.transfer(first.localId)
+        XCTAssertEqual(still.state, .requiresAction)
+        XCTAssertEqual(bank.received.count, 1)
+        _ = try await reopened.actionCompleted(first.localId)
+        let done = try await reopened.outcome(of: first.localId)
+        XCTAssertEqual(done.state, .succeeded)
+        XCTAssertEqual(done.serverTransferId, "po_1")
+        reopened.close()
+        let posts = bank.received
+        XCTAssertEqual(posts.count, 2)
+        XCTAssertEqual(posts[0].body, posts[1].body)
+        XCTAssertEqual(posts[0].headers.first { $0.name == "x-request-key" }, posts[1].headers.first { $0.name == "x-request-key" })
+        XCTAssertEqual(posts[1].url, "https://bank.example/api/v2/payment-orders")
+    }
+
+    func testAContractThatCannotTellTheBankFromAProxyIsRefused() async throws {
+        let blind = Self.contract(keyEcho: nil)
+        XCTAssertThrowsError(try validateContract(contract: blind)) { error in
+            guard case SendOnceError.InvalidConfig = error else { return XCTFail("\(error)") }
+        }
+        let html = Self.contract(errors: "text/html")
+        XCTAssertThrowsError(try validateContract(contract: html))
+        XCTAssertNoThrow(try validateContract(contract: Self.bank))
+    }
+}
