@@ -16,6 +16,8 @@ pub struct ServerConfig {
     pub key_window: Duration,
     /// How long a key may stay `IN_PROGRESS` before the reaper resolves it.
     pub lock_timeout: Duration,
+    /// How long published outbox events, inbox rows and SMS records are kept.
+    pub retention: crate::retention::Retention,
     /// Simulated latency of the payment gateway step.
     pub gateway_delay: Duration,
     /// Whether the `/v1/test/*` and `/v1/bench/*` endpoints are mounted.
@@ -53,6 +55,7 @@ impl Default for ServerConfig {
             db_timeouts: DbTimeouts::default(),
             key_window: Duration::from_secs(48 * 3600),
             lock_timeout: Duration::from_secs(60),
+            retention: crate::retention::Retention::default(),
             gateway_delay: Duration::from_millis(5),
             test_api: true,
             test_api_token: None,

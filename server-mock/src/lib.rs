@@ -18,6 +18,7 @@ pub mod problem;
 pub mod quota;
 pub mod reaper;
 pub mod relay;
+pub mod retention;
 mod schema;
 pub mod serve;
 pub mod store;
@@ -268,6 +269,7 @@ pub async fn start(config: ServerConfig, listen: SocketAddr) -> Result<RunningSe
     if let Some(why) = config.refuse_listen(listen) {
         return Err(ServerError::Refused(why));
     }
+    config.retention.check().map_err(ServerError::Refused)?;
     let app = AppState::open(config).await?;
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;

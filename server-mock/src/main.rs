@@ -38,6 +38,16 @@ struct Args {
     /// How long a key may stay in progress before the reaper resolves it.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     lock_timeout: Duration,
+    /// How long a published outbox event is kept (a replay reaches back this far).
+    #[arg(long, default_value = "7d", value_parser = parse_duration)]
+    outbox_retention: Duration,
+    /// How long the consumers' inbox rows are kept (at least --outbox-retention; a row also
+    /// stays while its event is in the outbox).
+    #[arg(long, default_value = "8d", value_parser = parse_duration)]
+    inbox_window: Duration,
+    /// How long the record of a sent SMS is kept.
+    #[arg(long, default_value = "30d", value_parser = parse_duration)]
+    sms_retention: Duration,
     /// Simulated payment gateway latency.
     #[arg(long, default_value = "5ms", value_parser = parse_duration)]
     gateway_delay: Duration,
@@ -95,6 +105,15 @@ async fn main() -> ExitCode {
         eprintln!("--key-window must be longer than --lock-timeout");
         return ExitCode::from(2);
     }
+    let retention = server_mock::retention::Retention {
+        outbox: args.outbox_retention,
+        inbox: args.inbox_window,
+        sms: args.sms_retention,
+    };
+    if let Err(e) = retention.check() {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
     let rate_ok = |r: f64| r.is_finite() && (0.001..=1e6).contains(&r);
     if !rate_ok(args.rate_limit) || !rate_ok(args.rate_burst) || args.rate_burst < 1.0 {
         eprintln!("--rate-limit must be 0.001-1e6 per second and --rate-burst 1-1e6");
@@ -112,6 +131,7 @@ async fn main() -> ExitCode {
         },
         key_window: args.key_window,
         lock_timeout: args.lock_timeout,
+        retention,
         gateway_delay: args.gateway_delay,
         test_api: !args.no_test_api,
         test_api_token: args.test_api_token.map(server_mock::Secret::new),

@@ -6,6 +6,7 @@ use rusqlite::{params, Connection};
 use tokio::sync::watch;
 
 use crate::db::DbError;
+use crate::retention::{Trimmed, TRIM_CHUNK};
 use crate::{gateway, idempotency, ledger, transfer, App};
 
 /// What one reaper pass did.
@@ -27,9 +28,17 @@ pub fn interval(lock_timeout: Duration) -> Duration {
     (lock_timeout / 4).clamp(Duration::from_millis(20), Duration::from_secs(1))
 }
 
+/// How often rows past their retention are trimmed: retention is days, so a minute late
+/// changes nothing, and the trim's few statements stay off the requests' path.
+const TRIM_EVERY: Duration = Duration::from_secs(60);
+/// Most chunks per trim, so a backlog (a first start after an upgrade) is worked off over
+/// several rounds rather than in one long one.
+const TRIM_MAX_CHUNKS: usize = 64;
+
 /// Runs until shutdown.
 pub async fn run(app: App, mut shutdown: watch::Receiver<bool>) {
     let every = interval(app.config.lock_timeout);
+    let mut trimmed_at: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             _ = shutdown.changed() => return,
@@ -41,7 +50,36 @@ pub async fn run(app: App, mut shutdown: watch::Receiver<bool>) {
             Ok(_) => {}
             Err(e) => tracing::warn!(%e, "reaper pass failed"),
         }
+        if trimmed_at.is_none_or(|t| t.elapsed() >= TRIM_EVERY) {
+            trimmed_at = Some(tokio::time::Instant::now());
+            match trim(&app).await {
+                Ok(t) if t.total() > 0 => tracing::info!(?t, "rows past their retention trimmed"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(%e, "retention trim failed"),
+            }
+        }
     }
+}
+
+/// Removes rows past their retention (`crate::retention`), a chunk at a time, by the same
+/// step-proof time as key expiry; nothing before the first claim gives that time.
+pub async fn trim(app: &App) -> Result<Trimmed, DbError> {
+    let mut total = Trimmed::default();
+    let Some(now) = app.expiry_now() else {
+        return Ok(total);
+    };
+    let cut = app.config.retention.cutoffs(now);
+    for _ in 0..TRIM_MAX_CHUNKS {
+        let t = app.store.trim(cut).await?;
+        total.outbox += t.outbox;
+        total.inbox += t.inbox;
+        total.sms += t.sms;
+        let chunk = usize::try_from(TRIM_CHUNK).unwrap_or(usize::MAX);
+        if t.outbox < chunk && t.inbox < chunk && t.sms < chunk {
+            break;
+        }
+    }
+    Ok(total)
 }
 
 /// One pass: resolve every key whose lease ran out, then expire old buckets.

@@ -323,10 +323,13 @@ struct ReapResult {
     finished: usize,
     released: usize,
     expired: usize,
+    /// Rows past their retention removed (outbox, inbox, SMS).
+    trimmed: usize,
 }
 
 async fn reap(State(app): State<App>) -> Result<Response, Problem> {
     let p = reaper::pass(&app).await.map_err(Problem::from_db)?;
+    let trimmed = reaper::trim(&app).await.map_err(Problem::from_db)?;
     Ok(json(
         StatusCode::OK,
         &ReapResult {
@@ -334,6 +337,7 @@ async fn reap(State(app): State<App>) -> Result<Response, Problem> {
             finished: p.finished,
             released: p.released,
             expired: p.expired,
+            trimmed: trimmed.total(),
         },
     ))
 }

@@ -178,6 +178,10 @@ pub struct Stats {
     pub keys_in_progress: i64,
     /// Outbox events not yet published.
     pub outbox_pending: i64,
+    /// Outbox events stored (published or not).
+    pub outbox_rows: i64,
+    /// Inbox rows of the in-process consumers.
+    pub inbox_rows: i64,
     /// Ledger entries.
     pub ledger_entries: i64,
     /// SMS sent.
@@ -336,6 +340,9 @@ pub trait Store: Send + Sync {
     fn resolve(&self, stuck: Stuck, now_ms: i64, rules: Rules) -> Fut<'_, Resolved>;
     /// Removes whole expired key buckets and old gateway records; returns key rows removed.
     fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize>;
+    /// Removes one chunk of each kind of row past its retention (`crate::retention`): never
+    /// an unpublished event, never an inbox row whose event is still in the outbox.
+    fn trim(&self, cut: crate::retention::Cutoffs) -> Fut<'_, crate::retention::Trimmed>;
 
     /// Whether any outbox event waits to be published (a read).
     fn outbox_pending(&self) -> Fut<'_, bool>;

@@ -275,6 +275,12 @@ impl Store for SqliteStore {
         })
     }
 
+    fn trim(&self, cut: crate::retention::Cutoffs) -> Fut<'_, crate::retention::Trimmed> {
+        Box::pin(self.db.write(Durability::Normal, move |c| {
+            crate::retention::trim_chunk(c, cut)
+        }))
+    }
+
     fn outbox_pending(&self) -> Fut<'_, bool> {
         // An idle poll only reads (reader connection): no write transaction when the
         // outbox is drained. A commit happens before its wake-up, so the reader sees it.
@@ -420,6 +426,8 @@ fn stats(c: &Connection) -> Result<Stats, DbError> {
             "SELECT COUNT(*) FROM idempotency_keys WHERE state = 'in_progress'",
         )?,
         outbox_pending: count("SELECT COUNT(*) FROM outbox WHERE published = 0")?,
+        outbox_rows: count("SELECT COUNT(*) FROM outbox")?,
+        inbox_rows: count("SELECT COUNT(*) FROM inbox")?,
         ledger_entries: count("SELECT COUNT(*) FROM ledger")?,
         sms_sent: count("SELECT COUNT(*) FROM sms")?,
         credits: count("SELECT COUNT(*) FROM ledger WHERE kind = 'credit'")?,

@@ -10,5 +10,6 @@ mod instances;
 mod partitions;
 mod properties;
 mod recovery;
+mod retention;
 mod security;
 mod stalls;

@@ -213,7 +213,9 @@ pub(super) async fn stats(store: &PgStore) -> Result<Stats, DbError> {
             (SELECT COALESCE(SUM(calls), 0)::BIGINT FROM gateway_authorizations)
                 + (SELECT COALESCE(SUM(calls), 0)::BIGINT FROM gateway_voids),
             (SELECT COUNT(*) FROM gateway_authorizations WHERE captured_at_ms IS NOT NULL),
-            (SELECT COUNT(*) FROM gateway_voids)",
+            (SELECT COUNT(*) FROM gateway_voids),
+            (SELECT COUNT(*) FROM outbox),
+            (SELECT COUNT(*) FROM inbox)",
         &[],
     )
     .await?
@@ -229,6 +231,8 @@ pub(super) async fn stats(store: &PgStore) -> Result<Stats, DbError> {
         gateway_calls: row.get(7),
         gateway_captures: row.get(8),
         gateway_voids: row.get(9),
+        outbox_rows: row.get(10),
+        inbox_rows: row.get(11),
     })
 }
 

@@ -44,6 +44,7 @@ mod keys;
 pub mod lease;
 pub mod partitions;
 mod relay;
+mod retention;
 mod schema;
 
 /// Connections per server instance.
@@ -455,6 +456,10 @@ impl Store for PgStore {
             keys::expire_gateway(&self.client().await?, now_ms - key_window_ms, now_ms).await?;
             Ok(expired)
         })
+    }
+
+    fn trim(&self, cut: crate::retention::Cutoffs) -> Fut<'_, crate::retention::Trimmed> {
+        Box::pin(async move { retention::trim_chunk(&self.client().await?, cut).await })
     }
 
     fn outbox_pending(&self) -> Fut<'_, bool> {
