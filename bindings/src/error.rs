@@ -32,6 +32,10 @@ pub enum SendOnceError {
     /// The database file is not a sendonce database or is damaged; it was left untouched.
     #[error("database is corrupt: {detail}")]
     StorageCorrupt { detail: String },
+    /// The file was written by a newer SDK (the app was downgraded, or a newer install's backup was
+    /// restored): left untouched, its transfers still in it; not corrupt. Update the app.
+    #[error("database written by a newer SDK (schema {found}, this SDK reads up to {supported})")]
+    StorageFromNewerVersion { found: i64, supported: i64 },
     /// The disk is full; nothing was written.
     #[error("storage full: {detail}")]
     StorageFull { detail: String },
@@ -82,6 +86,9 @@ impl From<sendonce::SdkError> for SendOnceError {
             E::InvalidConfig(detail) => Self::InvalidConfig { detail },
             E::InvalidOperation(detail) => Self::InvalidOperation { detail },
             E::StorageCorrupt(detail) => Self::StorageCorrupt { detail },
+            E::StorageFromNewerVersion { found, supported } => {
+                Self::StorageFromNewerVersion { found, supported }
+            }
             E::StorageFull(detail) => Self::StorageFull { detail },
             E::StorageUnavailable(detail) => Self::StorageUnavailable { detail },
             E::AlreadyOpen(detail) => Self::AlreadyOpen { detail },

@@ -24,6 +24,16 @@ pub enum SdkError {
     /// The database file is not a sendonce database or is damaged; it was left untouched.
     #[error("database is corrupt: {0}")]
     StorageCorrupt(String),
+    /// The file was written by a newer SDK (a schema this one does not know: the app was downgraded,
+    /// or a backup of a newer install restored). It was left untouched, its transfers are still in it,
+    /// and the newer SDK opens it again; not corrupt.
+    #[error("database written by a newer SDK (schema {found}, this SDK reads up to {supported}); left untouched")]
+    StorageFromNewerVersion {
+        /// The file's schema version.
+        found: i64,
+        /// The newest schema this SDK reads.
+        supported: i64,
+    },
     /// The disk is full; nothing was written.
     #[error("storage full: {0}")]
     StorageFull(String),

@@ -163,9 +163,10 @@ impl Store {
         conn.set_prepared_statement_cache_capacity(64);
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version > SCHEMA_VERSION {
-            return Err(SdkError::StorageCorrupt(format!(
-                "file has schema version {version}, this SDK knows {SCHEMA_VERSION}; refusing to touch it"
-            )));
+            return Err(SdkError::StorageFromNewerVersion {
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
         }
         if version == 0 {
             let has_tables: i64 = conn.query_row(
@@ -185,7 +186,7 @@ impl Store {
             }
         }
         conn.execute_batch(SCHEMA)?;
-        migrate::to_v2(&conn)?;
+        let version = migrate::to_v2(&mut conn, version)?;
         migrate::to_v3(&mut conn, version)?;
         // Each pragma write is a commit (an fsync): at every open after the first they are already set.
         let app_id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;

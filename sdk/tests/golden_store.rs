@@ -155,6 +155,7 @@ fn a_file_of_a_newer_schema_is_refused_untouched() {
         .unwrap()
         .execute_batch("PRAGMA user_version=4")
         .unwrap();
+    let bytes = std::fs::read(&db).unwrap();
     let err = Sdk::open(
         sendonce::SdkConfig::builder("http://127.0.0.1:9", &db)
             .build()
@@ -162,8 +163,107 @@ fn a_file_of_a_newer_schema_is_refused_untouched() {
     )
     .unwrap_err();
     assert!(
-        matches!(err, sendonce::SdkError::StorageCorrupt(_)),
-        "{err:?}"
+        matches!(
+            err,
+            sendonce::SdkError::StorageFromNewerVersion {
+                found: 4,
+                supported: 3
+            }
+        ),
+        "a newer file is not corrupt: {err:?}"
     );
+    assert_eq!(std::fs::read(&db).unwrap(), bytes, "every byte untouched");
     assert_eq!(user_version(&db), 4);
+}
+
+/// `tests/golden/store-v2-states.db` (written by the code at 006aa8f, `make_store_v2_states.rs.txt`): one
+/// transfer in every state a phone holds when its app is upgraded. Each finishes with this SDK under the
+/// key and bytes committed then: the pending, retrying and mid-request ones are sent again, the one waiting
+/// for a token once the app gives one, the one that gave up by a status look-up — never under a new key.
+#[tokio::test]
+async fn every_state_of_a_version_2_store_finishes_after_the_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("device.db");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/golden/store-v2-states.db"
+        ),
+        &db,
+    )
+    .unwrap();
+    assert_eq!(user_version(&db), 2);
+    let before = rows(&db);
+    let mut states: Vec<&str> = before.values().map(|r| r.state.as_str()).collect();
+    states.sort_unstable();
+    assert_eq!(
+        states,
+        [
+            "auth_required",
+            "needs_attention",
+            "pending",
+            "retrying",
+            "sending",
+            "succeeded"
+        ]
+    );
+    let script: Shared = Arc::new(Mutex::new(Script {
+        lookup: Some(common::scripted::Answer(
+            200,
+            vec![common::scripted::JSON],
+            common::scripted::OK,
+        )),
+        ..Default::default()
+    }));
+    let url = serve(script.clone()).await;
+    let sdk = Sdk::open(base_config(&url, &db).build().unwrap()).unwrap();
+    // What an app does once its user has signed in again.
+    sdk.set_access_token(Some("tok-2".into())).unwrap();
+    for (id, row) in &before {
+        let t = wait(&sdk, id).await;
+        assert_eq!(
+            t.state,
+            TransferState::Succeeded,
+            "{} {id}: {t:?}",
+            row.state
+        );
+        assert_eq!(
+            t.idempotency_key, row.key,
+            "{}: the key minted by the old SDK",
+            row.state
+        );
+    }
+    let (arrivals, lookups) = {
+        let s = script.lock().unwrap();
+        (s.arrivals.clone(), s.lookups)
+    };
+    for a in &arrivals {
+        let row = before
+            .values()
+            .find(|r| r.key == a.key)
+            .expect("every request under a key the old SDK minted");
+        assert!(
+            matches!(
+                row.state.as_str(),
+                "pending" | "retrying" | "sending" | "auth_required"
+            ),
+            "sent again: {}",
+            row.state
+        );
+        assert_eq!(
+            a.body, row.body,
+            "{}: the exact bytes committed by the old SDK",
+            row.state
+        );
+    }
+    assert_eq!(
+        arrivals.len(),
+        4,
+        "one attempt each for the four still to send"
+    );
+    assert!(
+        lookups >= 1,
+        "the one that gave up is resolved by a look-up"
+    );
+    sdk.close();
 }

@@ -74,7 +74,10 @@ fn a_file_from_a_newer_sdk_is_refused_without_touching_its_transfers() {
         .unwrap();
     assert!(matches!(
         Sdk::open(cfg(&db)).unwrap_err(),
-        SdkError::StorageCorrupt(_)
+        SdkError::StorageFromNewerVersion {
+            found: 99,
+            supported: 3
+        }
     ));
     let conn = rusqlite::Connection::open(&db).unwrap();
     let key: String = conn

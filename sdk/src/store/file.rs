@@ -48,10 +48,10 @@ pub(super) fn check_is_ours(path: &Path) -> Result<()> {
         )));
     }
     if identity.version > SCHEMA_VERSION {
-        return Err(SdkError::StorageCorrupt(format!(
-            "file has schema version {}, this SDK knows {SCHEMA_VERSION}; refusing to touch it",
-            identity.version
-        )));
+        return Err(SdkError::StorageFromNewerVersion {
+            found: identity.version,
+            supported: SCHEMA_VERSION,
+        });
     }
     if identity.tables > 0 && !identity.has_transfers {
         return Err(SdkError::StorageCorrupt(

@@ -17,6 +17,7 @@ extension SendOnceError: LocalizedError {
         case .InvalidConfig: "invalid_config"
         case .InvalidOperation: "invalid_operation"
         case .StorageCorrupt: "storage_corrupt"
+        case .StorageFromNewerVersion: "storage_from_newer_version"
         case .StorageFull: "storage_full"
         case .StorageUnavailable: "storage_unavailable"
         case .AlreadyOpen: "already_open"

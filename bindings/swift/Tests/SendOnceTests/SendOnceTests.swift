@@ -308,6 +308,27 @@ final class SendOnceTests: ServerTestCase {
         }
     }
 
+    func testFileFromNewerSdkIsItsOwnTypedErrorAndLeftUntouched() async throws {
+        let (alice, _) = try await pair()
+        // The golden schema-2 file of the Rust tests, its user_version (big-endian at offset 60) set to 99.
+        let root = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        var bytes = try Data(contentsOf: root.appendingPathComponent("sdk/tests/golden/store-v2.db"))
+        bytes.replaceSubrange(60..<64, with: [0, 0, 0, 99])
+        let db = server.dbPath("newer")
+        try bytes.write(to: URL(fileURLWithPath: db))
+        await assertThrows({
+            if case let .StorageFromNewerVersion(found, supported) = $0 { return found == 99 && supported == 3 }
+            return false
+        }, "newer") {
+            try await SendOnce.open(self.config(alice, dbPath: db))
+        }
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: db)), bytes, "every byte as it was")
+        XCTAssertEqual(SendOnceError.StorageFromNewerVersion(found: 99, supported: 3).messageKey,
+                       "sendonce.error.storage_from_newer_version")
+    }
+
     func testCorruptDatabaseIsTypedErrorNotCrash() async throws {
         let (alice, _) = try await pair()
         let db = server.dbPath("corrupt")

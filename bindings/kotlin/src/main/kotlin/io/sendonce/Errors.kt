@@ -16,6 +16,7 @@ val SendOnceException.messageKey: String
         is SendOnceException.InvalidConfig -> "invalid_config"
         is SendOnceException.InvalidOperation -> "invalid_operation"
         is SendOnceException.StorageCorrupt -> "storage_corrupt"
+        is SendOnceException.StorageFromNewerVersion -> "storage_from_newer_version"
         is SendOnceException.StorageFull -> "storage_full"
         is SendOnceException.StorageUnavailable -> "storage_unavailable"
         is SendOnceException.AlreadyOpen -> "already_open"

@@ -304,6 +304,22 @@ class SendOnceTest : ServerTest() {
     }
 
     @Test
+    fun `a file from a newer SDK is its own typed exception and is left untouched`() = test {
+        val (alice, _) = pair()
+        // The golden schema-2 file of the Rust tests, its user_version (big-endian at offset 60) set to 99.
+        val golden = generateSequence(File(System.getProperty("user.dir")).absoluteFile) { it.parentFile }
+            .map { File(it, "sdk/tests/golden/store-v2.db") }
+            .first { it.isFile }
+        val bytes = golden.readBytes().also { it[60] = 0; it[61] = 0; it[62] = 0; it[63] = 99 }
+        val db = File(server.dbPath("newer")).apply { writeBytes(bytes) }
+        val e = assertThrows<SendOnceException.StorageFromNewerVersion> { SendOnce.open(config(alice, dbPath = db.path)) }
+        assertEquals(99L, e.found)
+        assertEquals(3L, e.supported)
+        assertEquals("sendonce.error.storage_from_newer_version", e.messageKey)
+        assertTrue(bytes.contentEquals(db.readBytes()), "every byte as it was")
+    }
+
+    @Test
     fun `a corrupt database file is a typed exception, not a crash`() = test {
         val (alice, _) = pair()
         val db = File(server.dbPath("corrupt"))
