@@ -1,7 +1,7 @@
-//! A store file written by the SDK before operations existed (schema 2, `tests/golden/store-v2.db`,
-//! made by the code at 006aa8f: one succeeded transfer, one retrying after a 503, two pending while
-//! offline) opens with this SDK, migrates to schema 3, and its transfers finish with the keys and the
-//! exact bytes committed then.
+//! Store files written by older SDKs (`tests/golden/`, each made by its version's own code: see its
+//! README) open with this SDK, migrate to schema 3, and their transfers finish with the keys and the
+//! exact bytes committed then. `store-v1.db` and `store-v2.db` hold one succeeded transfer, one retrying
+//! after a 503 and two pending while offline; `store-v2-states.db` one transfer in every state.
 
 mod common;
 
@@ -45,14 +45,28 @@ fn user_version(db: &std::path::Path) -> i64 {
 
 #[tokio::test]
 async fn a_version_2_store_opens_migrates_and_finishes_with_the_same_keys_and_bytes() {
+    opens_migrates_and_finishes("store-v2.db", 2).await;
+}
+
+/// The same of a file written by the schema-1 SDK (`f9a6de3~1`, `make_store_v1.rs.txt`).
+#[tokio::test]
+async fn a_version_1_store_opens_migrates_and_finishes_with_the_same_keys_and_bytes() {
+    opens_migrates_and_finishes("store-v1.db", 1).await;
+}
+
+async fn opens_migrates_and_finishes(file: &str, version: i64) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("device.db");
     std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/store-v2.db"),
+        format!("{}/tests/golden/{file}", env!("CARGO_MANIFEST_DIR")),
         &db,
     )
     .unwrap();
-    assert_eq!(user_version(&db), 2, "the golden file is the old schema");
+    assert_eq!(
+        user_version(&db),
+        version,
+        "the golden file is the old schema"
+    );
     let before = rows(&db);
     assert_eq!(before.len(), 4);
     let script: Shared = Arc::new(Mutex::new(Script::default()));
