@@ -56,12 +56,7 @@ async fn a_version_1_store_opens_migrates_and_finishes_with_the_same_keys_and_by
 
 async fn opens_migrates_and_finishes(file: &str, version: i64) {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("device.db");
-    std::fs::copy(
-        format!("{}/tests/golden/{file}", env!("CARGO_MANIFEST_DIR")),
-        &db,
-    )
-    .unwrap();
+    let db = common::golden::copy(file, dir.path());
     assert_eq!(
         user_version(&db),
         version,
@@ -118,12 +113,7 @@ async fn opens_migrates_and_finishes(file: &str, version: i64) {
 #[test]
 fn a_rejection_written_before_reasons_were_stored_reads_with_server_mocks_codes() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("device.db");
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/store-v2.db"),
-        &db,
-    )
-    .unwrap();
+    let db = common::golden::copy("store-v2.db", dir.path());
     {
         // As the old SDK recorded a 402: a code, no reason column.
         let conn = rusqlite::Connection::open(&db).unwrap();
@@ -159,12 +149,7 @@ fn a_rejection_written_before_reasons_were_stored_reads_with_server_mocks_codes(
 #[test]
 fn a_file_of_a_newer_schema_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("device.db");
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/store-v2.db"),
-        &db,
-    )
-    .unwrap();
+    let db = common::golden::copy("store-v2.db", dir.path());
     rusqlite::Connection::open(&db)
         .unwrap()
         .execute_batch("PRAGMA user_version=4")
@@ -197,15 +182,7 @@ fn a_file_of_a_newer_schema_is_refused_untouched() {
 #[tokio::test]
 async fn every_state_of_a_version_2_store_finishes_after_the_upgrade() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("device.db");
-    std::fs::copy(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/golden/store-v2-states.db"
-        ),
-        &db,
-    )
-    .unwrap();
+    let db = common::golden::copy("store-v2-states.db", dir.path());
     assert_eq!(user_version(&db), 2);
     let before = rows(&db);
     let mut states: Vec<&str> = before.values().map(|r| r.state.as_str()).collect();

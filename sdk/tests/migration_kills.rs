@@ -5,7 +5,8 @@
 //! The child is this test binary re-run with `--ignored --exact child_opens`; it opens the file with the
 //! `crash-points` build of the SDK, which kills itself at the point `SENDONCE_CRASH_AT` names. Each step
 //! is one transaction with its version bump, so the file is always wholly at one version: the old one
-//! (killed before the step's commit) or the new one (after it).
+//! (killed before the step's commit) or the new one (after it). The files are the golden ones of schema
+//! 1 and 2 (`tests/golden/`), written by those SDKs.
 
 mod common;
 
@@ -27,7 +28,7 @@ const POINTS: &[(&str, i64)] = &[
 ];
 
 #[test]
-#[ignore = "runs only as the child of a_migration_killed_at_every_point_finishes_on_the_next_open"]
+#[ignore = "runs only as the child of the kill tests in this file"]
 fn child_opens() {
     let Ok(db) = std::env::var("SENDONCE_MIGRATE_DB") else {
         return;
@@ -39,32 +40,6 @@ fn child_opens() {
     // With a crash point set, the process dies inside this open.
     let sdk = Sdk::open(config).unwrap();
     sdk.close();
-}
-
-/// A version-1 file as that SDK wrote it: two unfinished transfers (pending, retrying) and a finished one.
-fn write_v1(db: &Path) {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    conn.execute_batch(
-        "PRAGMA journal_mode=WAL;
-         CREATE TABLE transfers (
-            local_id TEXT PRIMARY KEY, idem_key TEXT NOT NULL UNIQUE, to_user_id TEXT NOT NULL,
-            amount_minor INTEGER NOT NULL, currency TEXT NOT NULL, note TEXT, body BLOB NOT NULL,
-            state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, created_at_ms INTEGER NOT NULL,
-            updated_at_ms INTEGER NOT NULL, last_attempt_at_ms INTEGER, next_attempt_at_ms INTEGER,
-            last_error TEXT, server_transfer_id TEXT, reject_code TEXT, reject_detail TEXT,
-            reject_status INTEGER, replayed INTEGER NOT NULL DEFAULT 0, response_body BLOB);
-         CREATE INDEX transfers_due ON transfers(state, next_attempt_at_ms);
-         INSERT INTO transfers (local_id, idem_key, to_user_id, amount_minor, currency, body, state,
-            attempts, created_at_ms, updated_at_ms, next_attempt_at_ms, server_transfer_id)
-         VALUES ('l1', 'k-v1-pending', 'u_bob', 5, 'BDT',
-                 CAST('{\"to_user_id\":\"u_bob\",\"amount_minor\":5}' AS BLOB), 'pending', 0, 1, 1, 1, NULL),
-                ('l2', 'k-v1-retrying', 'u_bob', 7, 'BDT',
-                 CAST('{\"to_user_id\":\"u_bob\",\"amount_minor\":7}' AS BLOB), 'retrying', 2, 2, 2, 2, NULL),
-                ('l3', 'k-v1-done', 'u_bob', 9, 'BDT',
-                 CAST('{\"to_user_id\":\"u_bob\",\"amount_minor\":9}' AS BLOB), 'succeeded', 1, 3, 3, NULL, 't_9');
-         PRAGMA user_version=1;",
-    )
-    .unwrap();
 }
 
 fn version_and_columns(db: &Path) -> (i64, bool, bool) {
@@ -155,11 +130,10 @@ async fn finishes_after_the_kill(db: &Path, point: &str, expected_version: i64, 
 }
 
 #[tokio::test]
-async fn a_migration_killed_at_every_point_finishes_on_the_next_open() {
+async fn a_schema_1_file_killed_at_every_point_of_its_migration_finishes_on_the_next_open() {
     for &(point, version) in POINTS {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("device.db");
-        write_v1(&db);
+        let db = common::golden::copy("store-v1.db", dir.path());
         finishes_after_the_kill(&db, point, version, 1).await;
     }
 }
@@ -168,12 +142,7 @@ async fn a_migration_killed_at_every_point_finishes_on_the_next_open() {
 async fn the_golden_version_2_file_killed_in_its_migration_finishes_too() {
     for &(point, version) in POINTS.iter().filter(|(p, _)| p.starts_with("v3")) {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("device.db");
-        std::fs::copy(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/store-v2.db"),
-            &db,
-        )
-        .unwrap();
+        let db = common::golden::copy("store-v2.db", dir.path());
         finishes_after_the_kill(&db, point, version, 2).await;
     }
 }

@@ -147,6 +147,7 @@ pub async fn outcome(sdk: &Sdk, id: &str) -> sendonce::Transfer {
         .unwrap()
 }
 pub mod bank;
+pub mod golden;
 pub mod logs;
 pub mod scripted;
 pub mod tmpfs;
