@@ -386,19 +386,31 @@ impl Drop for Sdk {
 
 async fn dispatch_listeners(core: Arc<Core>) {
     let events = core.events.subscribe();
-    dispatch(events, "transfer", |t| core.notify_listeners(t)).await;
+    // A listener builds its list from these deliveries (the Kotlin and Swift layers do): after a lag
+    // it would keep a stale row for every change it missed, so it is given every transfer's persisted
+    // state again. Resending an unchanged one is harmless: a delivery is a state, not a delta.
+    let resync = || match core.store.list(false) {
+        Ok(all) => all.iter().for_each(|t| core.notify_listeners(t)),
+        Err(e) => {
+            tracing::warn!(error = %e, "listeners fell behind and the resync could not read the store")
+        }
+    };
+    dispatch(events, "transfer", |t| core.notify_listeners(t), resync).await;
 }
 
 async fn dispatch_events(core: Arc<Core>) {
     let events = core.sdk_events.subscribe();
-    dispatch(events, "event", |e| core.notify_event_listeners(e)).await;
+    // Events are moments (an attempt, an answer), not states: a missed one cannot be sent again.
+    dispatch(events, "event", |e| core.notify_event_listeners(e), || {}).await;
 }
 
-/// Hands every item of `items` to `deliver`, in order, off the sender's path, until the SDK closes.
+/// Hands every item of `items` to `deliver`, in order, off the sender's path, until the SDK closes; after
+/// the listeners fell so far behind that items were dropped, calls `lagged` once they catch up.
 async fn dispatch<T: Clone>(
     mut items: tokio::sync::broadcast::Receiver<T>,
     kind: &str,
     deliver: impl Fn(&T),
+    lagged: impl Fn(),
 ) {
     use tokio::sync::broadcast::error::RecvError;
     loop {
@@ -410,6 +422,15 @@ async fn dispatch<T: Clone>(
                     kind,
                     "listeners fell behind; some items were skipped"
                 );
+                // What is still buffered is older than what `lagged` reads now: skip it, or it would be
+                // delivered after the fresher state. (Every later change is published after its commit,
+                // so each listener still ends on every transfer's newest state.)
+                while !matches!(
+                    items.try_recv(),
+                    Err(tokio::sync::broadcast::error::TryRecvError::Empty
+                        | tokio::sync::broadcast::error::TryRecvError::Closed)
+                ) {}
+                lagged();
             }
             Err(RecvError::Closed) => return,
         }

@@ -308,6 +308,28 @@ final class SendOnceTests: ServerTestCase {
         }
     }
 
+    func testListStaysWholeWhenASlowListenerMakesTheCoreDropDeliveries() async throws {
+        let (alice, bob) = try await pair()
+        let sdk = try await SendOnce.open(config(alice))
+        defer { sdk.close() }
+        try await sdk.setNetworkAvailable(false) // each transfer changes once: confirmed, pending
+        let release = DispatchSemaphore(value: 0)
+        // Holds the SDK's delivery thread: its 1,024-item buffer overflows.
+        let token = sdk.addListener { _ in release.wait(); release.signal() }
+        var sent = Set<String>()
+        for i in 1...1_500 {
+            sent.insert(try await sdk.sendTransfer(to: bob.id, amountMinor: Int64(i), currency: "BDT").localId)
+        }
+        release.signal()
+        // Without the core resending every state after a lag, the list stays short for good
+        // (sdk/tests/lagging_listener.rs fails so without it).
+        for _ in 0..<2_000 where sdk.currentTransfers.count < sent.count {
+            try await Task.sleep(nanoseconds: 10_000_000) // bounded: at most 20 s
+        }
+        XCTAssertEqual(Set(sdk.currentTransfers.map(\.localId)), sent)
+        token.cancel()
+    }
+
     func testFileFromNewerSdkIsItsOwnTypedErrorAndLeftUntouched() async throws {
         let (alice, _) = try await pair()
         // The golden schema-2 file of the Rust tests, its user_version (big-endian at offset 60) set to 99.

@@ -304,6 +304,22 @@ class SendOnceTest : ServerTest() {
     }
 
     @Test
+    fun `the list stays whole when a slow listener makes the core drop deliveries`() = test {
+        val (alice, bob) = pair()
+        SendOnce.open(config(alice)).use { sdk ->
+            sdk.setNetworkAvailable(false) // each transfer changes once: confirmed, PENDING
+            val release = java.util.concurrent.CountDownLatch(1)
+            sdk.addListener { release.await() } // holds the SDK's delivery thread: its 1,024-item buffer overflows
+            val sent = (1..1_500).map { sdk.sendTransfer(toUserId = bob.id, amountMinor = it.toLong(), currency = "BDT") }
+            release.countDown()
+            // Without the core resending every state after a lag, the list stays short for good
+            // (sdk/tests/lagging_listener.rs fails so without it).
+            withTimeout(20_000) { sdk.transfers.first { it.size == sent.size } }
+            assertEquals(sent.map { it.localId }.toSet(), sdk.currentTransfers.map { it.localId }.toSet())
+        }
+    }
+
+    @Test
     fun `a file from a newer SDK is its own typed exception and is left untouched`() = test {
         val (alice, _) = pair()
         // The golden schema-2 file of the Rust tests, its user_version (big-endian at offset 60) set to 99.
