@@ -185,8 +185,10 @@ public final class SendOnce: Sendable {
     /// One page of the history, newest first: up to `limit` (at most 500) transfers after the one with local
     /// id `after` (the last of the previous page; nil for the first). Pages never repeat or skip a transfer
     /// while new ones are added; `.NotFound` if `after` was pruned meanwhile.
-    public func transfers(after: String?, limit: UInt32) async throws -> [Transfer] {
-        try await io { try $0.transfersPage(after: after, limit: limit) }
+    /// `limit` is an `Int` like every count of a Swift API (as Kotlin's); a negative one reads as 0.
+    public func transfers(after: String?, limit: Int) async throws -> [Transfer] {
+        let limit = UInt32(clamping: max(limit, 0))
+        return try await io { try $0.transfersPage(after: after, limit: limit) }
     }
 
     /// Transfers not yet final, newest first.
