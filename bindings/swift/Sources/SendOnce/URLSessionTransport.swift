@@ -22,7 +22,9 @@ public final class URLSessionTransport: HttpTransport, Sendable {
         configuration: URLSessionConfiguration = .ephemeral,
         challenge: (@Sendable (URLAuthenticationChallenge) -> (URLSession.AuthChallengeDisposition, URLCredential?))? = nil
     ) {
-        let configuration = configuration
+        // A copy: the caller's configuration object (a class) may serve its other sessions, which must
+        // keep their cache settings.
+        let configuration = (configuration.copy() as? URLSessionConfiguration) ?? .ephemeral
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil
         session = URLSession(configuration: configuration, delegate: Delegate(challenge), delegateQueue: nil)
@@ -67,12 +69,21 @@ public final class URLSessionTransport: HttpTransport, Sendable {
         for header in request.headers { r.addValue(header.value, forHTTPHeaderField: header.name) }
         if request.method != "GET" { r.httpBody = request.body }
         let session = self.session
-        let (data, response): (Data, URLResponse) = try await withCheckedThrowingContinuation { continuation in
-            session.dataTask(with: r) { data, response, error in
-                if let error { return continuation.resume(throwing: error) }
-                guard let response else { return continuation.resume(throwing: URLError(.badServerResponse)) }
-                continuation.resume(returning: (data ?? Data(), response))
-            }.resume()
+        // The SDK cancels a send it no longer waits for (close(), a drain's deadline, a cancelled Swift
+        // task): the request is cancelled with it instead of holding a connection until URLSession's timeout,
+        // as OkHttpTransport's call is.
+        let running = RunningTask()
+        let (data, response): (Data, URLResponse) = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = session.dataTask(with: r) { data, response, error in
+                    if let error { return continuation.resume(throwing: error) }
+                    guard let response else { return continuation.resume(throwing: URLError(.badServerResponse)) }
+                    continuation.resume(returning: (data ?? Data(), response))
+                }
+                running.start(task)
+            }
+        } onCancel: {
+            running.cancel()
         }
         guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
         let headers = http.allHeaderFields.compactMap { name, value -> HttpHeader? in
@@ -80,6 +91,30 @@ public final class URLSessionTransport: HttpTransport, Sendable {
             return HttpHeader(name: name.lowercased(), value: "\(value)")
         }
         return HttpResponse(status: UInt16(clamping: http.statusCode), headers: headers, body: data)
+    }
+
+    /// The data task of one send, and whether it was cancelled before it started (the handler may run first).
+    private final class RunningTask: @unchecked Sendable {
+        private let lock = NSLock()
+        private var task: URLSessionDataTask?
+        private var cancelled = false
+
+        func start(_ task: URLSessionDataTask) {
+            let cancelled = lock.withLock { () -> Bool in
+                self.task = task
+                return self.cancelled
+            }
+            task.resume()
+            if cancelled { task.cancel() }
+        }
+
+        func cancel() {
+            let task = lock.withLock { () -> URLSessionDataTask? in
+                cancelled = true
+                return self.task
+            }
+            task?.cancel()
+        }
     }
 
     private final class Delegate: NSObject, URLSessionTaskDelegate, Sendable {

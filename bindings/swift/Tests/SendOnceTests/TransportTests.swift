@@ -96,6 +96,32 @@ final class TransportTests: ServerTestCase {
         XCTAssertTrue(error?.hasPrefix("connection error: URLError -1004") ?? false, "\(error ?? "no answer")")
     }
 
+    /// Before, the transport set its cache policy on the caller's own configuration object.
+    func testTheCallersConfigurationIsLeftAsItWas() {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.requestCachePolicy = .returnCacheDataElseLoad
+        _ = URLSessionTransport(configuration: configuration)
+        XCTAssertEqual(configuration.requestCachePolicy, .returnCacheDataElseLoad)
+    }
+
+    /// Before, a cancelled send went on until URLSession's own timeout (60 s here) and then said "timed out".
+    func testACancelledSendCancelsItsRequest() async throws {
+        let silent = try SilentPort()
+        let transport = URLSessionTransport()
+        let request = HttpRequest(
+            method: "GET", url: "http://127.0.0.1:\(silent.port)/", headers: RedactedHeaders([]), body: Data())
+        let send = Task { try await transport.send(request: request) }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        send.cancel()
+        do {
+            _ = try await send.value
+            XCTFail("a silent port answered")
+        } catch let failure as TransportFailure {
+            guard case let .Connection(detail) = failure else { return XCTFail("\(failure)") }
+            XCTAssertTrue(detail.hasPrefix("URLError -999"), detail) // NSURLErrorCancelled
+        }
+    }
+
     func testURLErrorsMapToTheSdksTransportFailures() {
         XCTAssertEqual(URLSessionTransport.failure(URLError(.notConnectedToInternet)), .Offline)
         XCTAssertEqual(URLSessionTransport.failure(URLError(.cannotFindHost)), .Offline)
