@@ -211,17 +211,22 @@ public final class SendOnce: Sendable {
 
     /// The list of transfers (newest first): the current one at once, then after every change, built from
     /// the changed transfer each listener call delivers. Ends when the SDK closes or the consumer stops.
-    public func transferUpdates() -> AsyncStream<[Transfer]> {
+    /// (Kotlin's `transfers` flow; each access is a new stream.)
+    public var transfers: AsyncStream<[Transfer]> {
         list.stream(.bufferingNewest(1))
     }
 
-    /// The latest list `transferUpdates()` delivered (no I/O).
+    /// The list stream under its old name, which Kotlin gives the stream of one transfer.
+    @available(*, deprecated, renamed: "transfers")
+    public func transferUpdates() -> AsyncStream<[Transfer]> { transfers }
+
+    /// The latest list `transfers` delivered (no I/O).
     public var currentTransfers: [Transfer] { list.value }
 
     /// The states of one transfer: the current one at once, then every change, until it is settled or the
-    /// SDK closes.
-    public func updates(of localId: String) -> AsyncStream<Transfer> {
-        let lists = transferUpdates()
+    /// SDK closes. (Kotlin's `transferUpdates(localId)`.)
+    public func transferUpdates(of localId: String) -> AsyncStream<Transfer> {
+        let lists = transfers
         return AsyncStream { continuation in
             let task = Task {
                 var last: Transfer?
@@ -236,6 +241,10 @@ public final class SendOnce: Sendable {
             continuation.onTermination = { _ in task.cancel() }
         }
     }
+
+    /// The stream of one transfer under its old name.
+    @available(*, deprecated, renamed: "transferUpdates(of:)")
+    public func updates(of localId: String) -> AsyncStream<Transfer> { transferUpdates(of: localId) }
 
     /// Calls `body` with the changed transfer at every change of any transfer, on an SDK thread. Whatever it
     /// throws is ignored. Keep the token: cancelling or releasing it (or closing the SDK) unregisters.

@@ -168,10 +168,10 @@ final class IdiomTests: ServerTestCase {
         let sdk = try await SendOnce.open(config(alice, profile: .offline))
         let composer = try await sdk.composer()
         let sent = try await composer.confirm(to: bob.id, amountMinor: 10, currency: "BDT")
-        let lists = Task { var n = 0; for await _ in sdk.transferUpdates() { n += 1 }; return n }
+        let lists = Task { var n = 0; for await _ in sdk.transfers { n += 1 }; return n }
         let states = Task { var n = 0; for await _ in composer.states() { n += 1 }; return n }
-        let one = Task { var n = 0; for await _ in sdk.updates(of: sent.localId) { n += 1 }; return n }
-        for await t in sdk.updates(of: sent.localId) where t.attempts >= 1 { break }
+        let one = Task { var n = 0; for await _ in sdk.transferUpdates(of: sent.localId) { n += 1 }; return n }
+        for await t in sdk.transferUpdates(of: sent.localId) where t.attempts >= 1 { break }
         sdk.close()
         // Each loop ends instead of hanging (the closed SDK also closed its composer).
         let counts = await (lists.value, states.value, one.value)
@@ -195,7 +195,7 @@ final class IdiomTests: ServerTestCase {
         }
         let sent = try await sdk.sendTransfer(to: bob.id, amountMinor: 10, currency: "BDT")
         let done = try await sdk.outcome(of: sent.localId)
-        for await list in sdk.transferUpdates() where list.first?.state == .succeeded { break }
+        for await list in sdk.transfers where list.first?.state == .succeeded { break }
         token.cancel()
         XCTAssertEqual(dropped.withLock { $0 }, 0, "a released token unregistered its listener")
         let delivered = kept.withLock { $0 }
@@ -267,7 +267,7 @@ final class IdiomTests: ServerTestCase {
         } while !(pages.last?.isEmpty ?? true)
         XCTAssertEqual(pages.map(\.count), [2, 2, 1, 0])
         XCTAssertEqual(pages.flatMap { $0 }.map(\.localId), sent.reversed().map(\.localId), "newest first, each once")
-        for await list in sdk.transferUpdates() where list.count == 5 && list.allSatisfy({ $0.state == .succeeded }) {
+        for await list in sdk.transfers where list.count == 5 && list.allSatisfy({ $0.state == .succeeded }) {
             let stored = try await sdk.transfers(after: nil, limit: 500)
             XCTAssertEqual(list, stored, "the stream's list, built from deliveries, equals the store's")
             break

@@ -12,7 +12,7 @@ func payRent(_ config: SendOnceConfig, to landlord: String, show: @escaping @Sen
     // transfers a killed app left unfinished resume here with their own keys.
     let sdk = try await SendOnce.shared(config)
     // Observe: the history as an AsyncStream, newest first, for a list on screen.
-    let history = Task { for await list in sdk.transferUpdates() { show(list) } }
+    let history = Task { for await list in sdk.transfers { show(list) } }
     defer { history.cancel() }
     // Send: the composer mints one key per intent however many taps, commits the transfer
     // before the first byte leaves, and keeps Send disabled until a definitive answer.

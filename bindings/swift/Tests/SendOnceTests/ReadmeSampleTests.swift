@@ -6,7 +6,7 @@ import XCTest
 // --- from bindings/README.md -------------------------------------------------------------------------
 func pay(baseUrl: String, dbPath: String, token: String, to userId: String, savedId: String?) async throws -> Transfer {
     let sdk = try await SendOnce.open(SendOnceConfig(baseUrl: baseUrl, dbPath: dbPath, accessToken: AccessToken(value: token)))
-    let list = Task { var seen = 0; for await _ in sdk.transferUpdates() { seen += 1 }; return seen }  // ends on close
+    let list = Task { var seen = 0; for await _ in sdk.transfers { seen += 1 }; return seen }  // ends on close
     let composer = try await sdk.restoreComposer(savedLocalId: savedId)       // savedId: from @SceneStorage
     let t = try await composer.confirm(to: userId, amountMinor: 50_000, currency: "BDT")  // 500.00 BDT
     let outcome = try await sdk.outcome(of: t.localId)     // throws CancellationError if its task is cancelled

@@ -40,7 +40,7 @@ final class SendOnceTests: ServerTestCase {
         XCTAssertNotNil(done.serverTransferId)
         XCTAssertEqual(done.idempotencyKey, sent.idempotencyKey)
         // The stream of transfer lists, built on the listener, reaches the same state.
-        for await list in sdk.transferUpdates() where list.contains(where: { $0.localId == sent.localId && $0.state == .succeeded }) {
+        for await list in sdk.transfers where list.contains(where: { $0.localId == sent.localId && $0.state == .succeeded }) {
             XCTAssertEqual(list.count, 1)
             break
         }
@@ -129,7 +129,7 @@ final class SendOnceTests: ServerTestCase {
         let first = try await SendOnce.open(config(alice, dbPath: db, profile: .offline))
         let sent = try await first.sendTransfer(to: bob.id, amountMinor: 777, currency: "BDT")
         // Offline: it keeps retrying and nothing reaches the server.
-        for await t in first.updates(of: sent.localId) where t.attempts >= 1 {
+        for await t in first.transferUpdates(of: sent.localId) where t.attempts >= 1 {
             break
         }
         let unfinished = try await first.transfer(sent.localId)
@@ -210,7 +210,7 @@ final class SendOnceTests: ServerTestCase {
         }
         defer { token.cancel() }
         let t2 = try await sdk.sendTransfer(to: bob.id, amountMinor: 12, currency: "BDT")
-        for await t in sdk.updates(of: t2.localId) where t.state == .succeeded {
+        for await t in sdk.transferUpdates(of: t2.localId) where t.state == .succeeded {
             break
         }
         XCTAssertGreaterThanOrEqual(seen.value, 1)
@@ -297,8 +297,8 @@ final class SendOnceTests: ServerTestCase {
         }
         // Offline with a 1 ms backoff: hundreds of state changes a second while consumers come and go.
         for _ in 0..<500 {
-            for await _ in sdk.transferUpdates() { break }
-            for await _ in sdk.updates(of: t.localId) { break }
+            for await _ in sdk.transfers { break }
+            for await _ in sdk.transferUpdates(of: t.localId) { break }
             for await _ in composer.states() { break }
         }
         try await sdk.setNetworkProfile(.off)

@@ -369,7 +369,7 @@ public final class DemoViewModel {
     /// Follows the composer's states and the SDK's list of transfers (both AsyncStreams of the bindings).
     private func follow(_ s: Session) {
         let states = s.composer.states()
-        let lists = s.sdk.transferUpdates()
+        let lists = s.sdk.transfers
         s.tasks.append(Task { [weak self] in
             for await cs in states {
                 guard let self, self.session === s else { return }
