@@ -242,6 +242,24 @@ impl Faults {
     }
 }
 
+/// A body whose first frame is an error, so the server aborts the connection: a response
+/// dropped after commit, as a router called without a socket (or hyper) sees it.
+pub struct FailingBody;
+
+impl http_body::Body for FailingBody {
+    type Data = axum::body::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<axum::body::Bytes>, std::io::Error>>> {
+        std::task::Poll::Ready(Some(Err(std::io::Error::other(
+            "response dropped by fault",
+        ))))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -345,6 +345,24 @@ pub fn check(phones: &[PhoneView], server: &ServerView, wire: &WireLog) -> Check
     check
 }
 
+/// Operations that waited for the customer (RequiresAction): none may give up while parked.
+pub fn check_parked(phones: &[PhoneView]) -> Verdict {
+    let mut gave_up = Findings::default();
+    let mut parked = 0;
+    for phone in phones {
+        for t in &phone.transfers {
+            let Some(seen) = phone.seen.get(&t.local_id) else {
+                continue;
+            };
+            parked += usize::from(seen.parked);
+            if seen.gave_up_parked {
+                gave_up.add(1, format!("{}: went from RequiresAction to NeedsAttention (parked operations never give up)", label(phone, t)));
+            }
+        }
+    }
+    gave_up.verdict("parked is parked", format!("{parked} operations waited for the customer's strong authentication; none gave up while it waited, each resumed with its key"))
+}
+
 fn group<'a, T, I: Iterator<Item = &'a T>>(
     items: I,
     key: impl Fn(&'a T) -> Option<&'a str>,

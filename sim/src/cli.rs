@@ -5,6 +5,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use sendonce::NetworkProfile;
 
+use crate::api::Api;
 use crate::ride::RideConfig;
 use crate::server::ServerFaults;
 
@@ -21,7 +22,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Runs a ride: users on phones through a network profile, app kills, double taps; then checks the invariants.
-    Ride(RideArgs),
+    Ride(Box<RideArgs>),
     /// Internal: server-mock in this process, for rides that SIGKILL their server.
     #[command(hide = true)]
     Serve(ServeArgs),
@@ -144,6 +145,10 @@ pub struct RideArgs {
     /// Draws the ride as an SVG here: one lane per phone over simulated time.
     #[arg(long, value_name = "FILE.svg")]
     pub timeline: Option<std::path::PathBuf>,
+    /// The server's API: server-mock's transfers, or `bank`, a bank's own payment orders (its own
+    /// paths, key header, error codes and strong customer authentication) sent as operations.
+    #[arg(long, value_enum, default_value_t = Api::ServerMock)]
+    pub api: Api,
 }
 
 impl RideArgs {
@@ -178,6 +183,7 @@ impl RideArgs {
             },
             real_time: self.real_time,
             timeline: self.timeline.clone(),
+            api: self.api,
         }
     }
 }

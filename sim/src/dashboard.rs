@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::api::Api;
 use crate::backend::ServerLink;
 use crate::tap::{KeyAnswer, SharedWireLog};
 
@@ -53,7 +54,8 @@ pub async fn watch(
             };
             look_ups += 1;
             let mut log = wire.lock().unwrap_or_else(|p| p.into_inner());
-            log.answers.push(KeyAnswer::new(&key, &response, true));
+            log.answers
+                .push(KeyAnswer::new(Api::ServerMock, &key, &response, true));
         }
     }
 }

@@ -2,7 +2,9 @@
 //! checker of DESIGN.md's invariants (no double debit, nothing lost, device = server, money conserved).
 
 pub mod aliases;
+pub mod api;
 pub mod backend;
+pub mod bank;
 pub mod checker;
 pub mod cli;
 pub mod dashboard;

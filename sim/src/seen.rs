@@ -19,6 +19,12 @@ pub struct Seen {
     pub first_final: Option<TransferState>,
     /// States it was seen in after that (a final state must never change).
     pub after_final: Vec<TransferState>,
+    /// It was parked (RequiresAction) at least once.
+    pub parked: bool,
+    /// It went from RequiresAction to NeedsAttention: it gave up while it waited for the customer.
+    pub gave_up_parked: bool,
+    /// The last state seen.
+    pub last: Option<TransferState>,
 }
 
 /// Listener registered on every SDK instance of the phone.
@@ -39,6 +45,10 @@ impl TransferListener for KeyLog {
         let entry = seen.entry(transfer.local_id).or_default();
         entry.keys.insert(transfer.idempotency_key);
         entry.needed_attention |= transfer.state == TransferState::NeedsAttention;
+        entry.parked |= transfer.state == TransferState::RequiresAction;
+        entry.gave_up_parked |= entry.last == Some(TransferState::RequiresAction)
+            && transfer.state == TransferState::NeedsAttention;
+        entry.last = Some(transfer.state);
         match entry.first_final {
             Some(state) if state != transfer.state => entry.after_final.push(transfer.state),
             None if transfer.state.is_final() => entry.first_final = Some(transfer.state),

@@ -11,6 +11,7 @@ use sendonce::{Clock, SimClock};
 // tokio's instant: simulated on a deterministic ride's paused clock.
 use tokio::time::Instant;
 
+use crate::api::Api;
 use crate::timeline::{Mark, SharedTimeline};
 
 /// What one request carried.
@@ -58,40 +59,29 @@ pub struct KeyAnswer {
     pub transfer_id: Option<String>,
     /// A status look-up (not a POST).
     pub look_up: bool,
+    /// It said no money moved under the key ([`KeyAnswer::says_not_moved`]).
+    not_moved: bool,
 }
 
 impl KeyAnswer {
-    /// What `response` says about `key`.
-    pub fn new(key: &str, response: &HttpResponse, look_up: bool) -> Self {
-        let json: serde_json::Value = serde_json::from_slice(&response.body).unwrap_or_default();
-        let text = |field: &str| json.get(field).and_then(|v| v.as_str()).map(str::to_string);
+    /// What `response` says about `key`, read under `api`'s contract.
+    pub fn new(api: Api, key: &str, response: &HttpResponse, look_up: bool) -> Self {
+        let code = api.code_of(response);
         Self {
             key: key.to_string(),
             status: response.status,
-            code: text("code"),
-            transfer_id: text("transfer_id"),
+            not_moved: api.says_not_moved(response, code.as_deref(), look_up),
+            code,
+            transfer_id: api.operation_id_of(response),
             look_up,
         }
     }
 
-    /// The server said no money moved under the key: a 402, or its `transfer_not_found`.
+    /// The server said no money moved under the key: an insufficient-funds refusal, or the
+    /// look-up's not-found.
     pub fn says_not_moved(&self) -> bool {
-        self.status == 402
-            || (self.status == 404 && self.code.as_deref() == Some("transfer_not_found"))
+        self.not_moved
     }
-}
-
-/// The key a request is about: its `Idempotency-Key`, or a look-up's query.
-fn key_of(request: &HttpRequest) -> Option<String> {
-    if request.method == Method::Get {
-        let query = request.url.split_once("idempotency_key=")?.1;
-        return Some(query.split('&').next().unwrap_or_default().to_string());
-    }
-    request
-        .headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("idempotency-key"))
-        .map(|(_, v)| v.clone())
 }
 
 impl WireLog {
@@ -116,6 +106,7 @@ pub type SharedWireLog = Arc<Mutex<WireLog>>;
 /// The transport to the server of one phone, recording into a [`WireLog`] and the timeline.
 pub struct Tap {
     inner: Arc<dyn Transport>,
+    api: Api,
     log: SharedWireLog,
     phone: usize,
     clock: Arc<SimClock>,
@@ -126,6 +117,7 @@ impl Tap {
     /// Wraps `inner` (a fresh one per SDK instance: a real client's connections live on its runtime).
     pub fn new(
         inner: Arc<dyn Transport>,
+        api: Api,
         log: SharedWireLog,
         phone: usize,
         clock: Arc<SimClock>,
@@ -133,6 +125,7 @@ impl Tap {
     ) -> Self {
         Self {
             inner,
+            api,
             log,
             phone,
             clock,
@@ -147,7 +140,7 @@ impl Tap {
             return;
         }
         log.posts += 1;
-        if let Some(key) = key_of(request) {
+        if let Some(key) = self.api.key_of(request) {
             let auth = request
                 .headers
                 .iter()
@@ -155,9 +148,7 @@ impl Tap {
                 .map(|(_, v)| v.clone())
                 .unwrap_or_default();
             log.in_flight.insert(key.clone(), (Instant::now(), auth));
-            let note = serde_json::from_slice::<serde_json::Value>(&request.body)
-                .ok()
-                .and_then(|v| v.get("note").and_then(|n| n.as_str()).map(str::to_string));
+            let note = self.api.note_of(&request.body);
             let uses = log.keys.entry(key).or_default();
             let this = KeyUse {
                 note,
@@ -171,7 +162,7 @@ impl Tap {
 
     fn after(&self, request: &HttpRequest, answer: &Result<HttpResponse, TransportError>) {
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        let key = key_of(request);
+        let key = self.api.key_of(request);
         let look_up = request.method == Method::Get;
         if let (Some(key), false) = (&key, look_up) {
             log.in_flight.remove(key);
@@ -179,13 +170,11 @@ impl Tap {
         match answer {
             Ok(response) => {
                 if let Some(key) = &key {
-                    log.answers.push(KeyAnswer::new(key, response, look_up));
+                    log.answers
+                        .push(KeyAnswer::new(self.api, key, response, look_up));
                 }
                 *log.statuses.entry(response.status).or_default() += 1;
-                if response
-                    .header("idempotent-replayed")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-                {
+                if self.api.is_replay(response) {
                     log.replays += 1;
                 }
             }
@@ -195,9 +184,7 @@ impl Tap {
         let mark = match answer {
             Ok(r) => Mark::Answer {
                 status: r.status,
-                replayed: r
-                    .header("idempotent-replayed")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+                replayed: self.api.is_replay(r),
             },
             Err(_) => Mark::Dropped,
         };

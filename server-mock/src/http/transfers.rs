@@ -1,16 +1,15 @@
 //! `POST /v1/transfers` and the status look-ups that resolve an unknown outcome.
 
 use std::collections::HashMap;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::{authenticate, read_body, require_json};
+use crate::faults::FailingBody;
 use crate::idempotency::{self, parse_key, KeyError};
 use crate::ledger;
 use crate::problem::Problem;
@@ -107,23 +106,6 @@ pub async fn post_transfer(State(app): State<App>, req: Request) -> Result<Respo
 
 fn joined(r: Result<Answer, tokio::task::JoinError>) -> Answer {
     r.unwrap_or_else(|e| Problem::internal(e).into())
-}
-
-/// A body whose first frame is an error, so the server aborts the connection.
-struct FailingBody;
-
-impl http_body::Body for FailingBody {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
-        Poll::Ready(Some(Err(std::io::Error::other(
-            "response dropped by fault",
-        ))))
-    }
 }
 
 fn transfer_not_found() -> Problem {

@@ -5,9 +5,11 @@
 //! real HTTP, real time), `child` (a child process the ride SIGKILLs) and `balanced` (several
 //! instances on one PostgreSQL database behind a balancer, real time; child processes the ride
 //! SIGKILLs one at a time when it kills servers). `kafka` is the consumer side
-//! of a relay to a real broker (`--broker`), beside any real-time backend.
+//! of a relay to a real broker (`--broker`), beside any real-time backend. `bank` is the second
+//! backend: a bank's own API (`--api bank`), in this process, deterministic or over loopback.
 
 mod balanced;
+mod bank;
 mod child;
 pub mod kafka;
 mod link;
@@ -146,6 +148,11 @@ pub async fn start(
         (Kind::Balanced, None) => bail!("the balanced backend needs --db postgres://..."),
         (Kind::Child, None) => Box::new(child::Child::start(config, faults.unfenced).await?),
     })
+}
+
+/// Starts the bank (`--api bank`): deterministic in this process, or over loopback with `real_time`.
+pub async fn start_bank(seed: u64, real_time: bool) -> Result<Box<dyn Backend>> {
+    Ok(Box::new(bank::BankBackend::start(seed, real_time).await?))
 }
 
 /// Transport for one SDK instance: through the backend's link, or a fresh real HTTP client.

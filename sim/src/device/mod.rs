@@ -12,6 +12,7 @@ use sendonce::{
     TransferRequest, TransferState,
 };
 
+use crate::api::Api;
 use crate::backend::{phone_transport, ServerLink};
 use crate::keys::seeded_key;
 use crate::proxy::GarbageProxy;
@@ -68,6 +69,11 @@ pub struct Plan {
     pub recipients: Vec<String>,
     /// The pool recipient (used when a user draws itself).
     pub pool: String,
+    /// The API the phones speak (and the contract they are configured with).
+    pub api: Api,
+    /// The way to the server outside the phones' network: the bank's app, where users pass its
+    /// challenges (strong customer authentication).
+    pub server: Arc<dyn ServerLink>,
 }
 
 /// A transfer the user saw confirmed on the screen.
@@ -189,6 +195,9 @@ impl Device {
             .request_timeout(REAL_REQUEST_TIMEOUT)
             .unsafe_new_key_per_retry(self.plan.new_key_per_retry)
             .unsafe_legacy_classify(self.plan.legacy_classify);
+        if self.plan.api != Api::ServerMock {
+            config = config.contract(self.plan.api.contract().clone());
+        }
         if self.plan.link.is_some() {
             let keys = self.keys.clone();
             config = config.deterministic(Deterministic {
@@ -199,6 +208,7 @@ impl Device {
         let config = config.build()?;
         let tap = Tap::new(
             phone_transport(self.plan.link.as_ref(), REAL_REQUEST_TIMEOUT)?,
+            self.plan.api,
             self.wire.clone(),
             self.index,
             self.clock.clone(),
@@ -267,7 +277,13 @@ impl Device {
         } else {
             -1
         };
+        // The user's visits to the banking app draw from a stream of their own: a server-mock ride
+        // (which has no challenges) replays its seeds unchanged.
+        let mut visits = Rng::new(plan.seed, 50_000 + self.index as u64);
         for t in 0..plan.transfers {
+            if plan.api == Api::Bank && visits.chance(0.5) {
+                self.pass_challenges().await;
+            }
             if t as i64 == strand_at {
                 self.signal_lost = true;
                 self.signal_lost_at = Some(self.plan.timeline.at(self.clock.monotonic_ms()));
@@ -362,16 +378,29 @@ impl Device {
                 tracing::warn!(phone = self.index, now = self.clock.now_ms(), before = ?transfer, after = ?outcome, "slow to settle");
             }
             // NeedsAttention: the app resolves it by status look-up (never a new key).
-            while outcome.state == TransferState::NeedsAttention
-                && tokio::time::Instant::now() < deadline
-            {
-                resolves += 1;
-                match sdk.resolve(&id).await {
-                    Ok(t) if t.state.is_final() => outcome = t,
-                    _ => {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        outcome = sdk.transfer(&id)?;
+            // RequiresAction: the user passes the challenge, the app says so, the SDK sends again.
+            while tokio::time::Instant::now() < deadline {
+                match outcome.state {
+                    TransferState::RequiresAction => {
+                        self.pass_challenge(&outcome).await;
+                        let wait = self.sdk()?.wait_for_outcome(&id);
+                        outcome = match tokio::time::timeout_at(deadline, wait).await {
+                            Ok(t) => t?,
+                            Err(_) => break,
+                        };
                     }
+                    TransferState::NeedsAttention => {
+                        resolves += 1;
+                        let sdk = self.sdk()?;
+                        match sdk.resolve(&id).await {
+                            Ok(t) if t.state.is_final() => outcome = t,
+                            _ => {
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                                outcome = sdk.transfer(&id)?;
+                            }
+                        }
+                    }
+                    _ => break,
                 }
             }
         }

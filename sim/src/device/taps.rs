@@ -1,9 +1,28 @@
 //! The user's taps on one phone: Send (once or twice at once), Send again after the app
-//! restarted, and "check status".
+//! restarted, "check status", and (on the bank) passing a challenge in the banking app.
 
-use sendonce::{TransferRequest, TransferState};
+use sendonce::{Composer, Result, Transfer, TransferRequest, TransferState};
 
 use super::{Device, Intent};
+use crate::api::Api;
+use crate::bank;
+
+/// Send on a confirm screen: the transfer itself (server-mock), or the bank's payment order for it.
+async fn send(
+    api: Api,
+    user: &str,
+    composer: &Composer,
+    request: &TransferRequest,
+) -> Result<Transfer> {
+    match api {
+        Api::ServerMock => composer.confirm(request.clone()).await,
+        Api::Bank => {
+            composer
+                .confirm_operation(bank::operation(user, request))
+                .await
+        }
+    }
+}
 
 impl Device {
     /// After a restart the confirm screen is re-attached to its transfer (`composer_for`) and Send is tapped
@@ -17,7 +36,7 @@ impl Device {
         let Some(sdk) = self.sdk.as_ref() else { return };
         self.retaps_after_restart += 1;
         let again = match sdk.composer_for(local_id) {
-            Ok(composer) => composer.confirm(request).await,
+            Ok(composer) => send(self.plan.api, &self.user_id, &composer, &request).await,
             Err(e) => Err(e),
         };
         match again {
@@ -68,12 +87,16 @@ impl Device {
                 return None;
             }
         };
+        let (api, user) = (self.plan.api, self.user_id.clone());
         let (first, second) = if double {
             self.double_taps += 1;
-            let (a, b) = tokio::join!(composer.confirm(request.clone()), composer.confirm(request));
+            let (a, b) = tokio::join!(
+                send(api, &user, &composer, &request),
+                send(api, &user, &composer, &request)
+            );
             (a, Some(b))
         } else {
-            (composer.confirm(request).await, None)
+            (send(api, &user, &composer, &request).await, None)
         };
         let first = match first {
             Ok(t) => t,
@@ -111,5 +134,44 @@ impl Device {
             _ => {}
         }
         Some(first.local_id)
+    }
+
+    /// The user opens the banking app and passes the challenge of every parked payment order.
+    pub(super) async fn pass_challenges(&mut self) {
+        let Some(parked) = self.sdk.as_ref().and_then(|s| s.transfers().ok()) else {
+            return;
+        };
+        for t in parked
+            .iter()
+            .filter(|t| t.state == TransferState::RequiresAction)
+        {
+            self.pass_challenge(t).await;
+        }
+    }
+
+    /// The user passes `t`'s challenge in the banking app; the app tells the SDK, which sends the
+    /// same key and bytes again. A challenge the bank no longer knows, or a closed SDK, is left
+    /// for the next visit.
+    pub(super) async fn pass_challenge(&self, t: &Transfer) {
+        let Some(challenge) = t
+            .required_action
+            .as_ref()
+            .and_then(|a| a.challenge_id.as_deref())
+        else {
+            return;
+        };
+        if let Err(e) = bank::approve(&self.plan.server, &self.token, challenge).await {
+            tracing::warn!(phone = self.index, "{e:#}");
+            return;
+        }
+        if let Some(sdk) = self.sdk.as_ref() {
+            if let Err(e) = sdk.action_completed(&t.local_id) {
+                tracing::warn!(
+                    phone = self.index,
+                    local_id = t.local_id,
+                    "action_completed: {e}"
+                );
+            }
+        }
     }
 }

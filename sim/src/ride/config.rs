@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use sendonce::NetworkProfile;
 
+use crate::api::Api;
 use crate::backend::Kind;
 use crate::server::ServerFaults;
 
@@ -55,6 +56,8 @@ pub struct RideConfig {
     pub real_time: bool,
     /// Where to draw the ride as an SVG, if anywhere.
     pub timeline: Option<PathBuf>,
+    /// The API the phones speak: server-mock's, or a bank's own (`crate::bank`).
+    pub api: Api,
 }
 
 impl RideConfig {
@@ -66,6 +69,30 @@ impl RideConfig {
             } else {
                 Kind::Simulated
             })
+    }
+
+    /// Refuses what the chosen API's server cannot do: the bank runs in this process on memory, so
+    /// server kills, server clocks, gateways, PostgreSQL and Kafka are server-mock's alone.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.api != Api::Bank {
+            return Ok(());
+        }
+        let s = &self.server;
+        let refused = [
+            (self.broker.is_some(), "--broker"),
+            (s.postgres.is_some() || s.instances > 1, "--db/--instances"),
+            (s.kill_rate > 0.0, "--server-kill-rate"),
+            (s.clock_jump_rate > 0.0, "--server-clock-jump-rate"),
+            (s.slow_gateway_rate > 0.0, "--slow-gateway-rate"),
+            (s.unfenced, "--unsafe-no-fence"),
+            (self.legacy_classify, "--unsafe-legacy-classify"),
+        ];
+        match refused.iter().find(|(on, _)| *on) {
+            Some((_, flag)) => anyhow::bail!(
+                "{flag} is server-mock's: the bank backend (--api bank) has no such part"
+            ),
+            None => Ok(()),
+        }
     }
 
     /// Whether this ride replays its seed (then it must run on [`runtime`]'s paused clock).
@@ -113,6 +140,7 @@ impl Default for RideConfig {
             broker: None,
             real_time: false,
             timeline: None,
+            api: Api::ServerMock,
         }
     }
 }

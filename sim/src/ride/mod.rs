@@ -8,9 +8,10 @@ use anyhow::{bail, Context, Result};
 use sendonce::{Clock, SimClock, SystemClock, TransferState};
 
 use crate::aliases::Aliases;
+use crate::api::Api;
 use crate::backend::kafka::{self, KafkaSide};
 use crate::backend::{self, Determinism, Kind};
-use crate::checker::{check, PhoneView, ServerView};
+use crate::checker::{check, check_parked, PhoneView, ServerView};
 use crate::dashboard;
 use crate::device::{Device, Plan, CURRENCY};
 use crate::report::{percentile, RealTime, Report};
@@ -35,6 +36,7 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     if cfg.users == 0 {
         bail!("a ride needs at least one user");
     }
+    cfg.check()?;
     let started = Instant::now();
     let kind = cfg.backend();
     let dir = scratch_dir(kind).context("temp dir")?;
@@ -49,7 +51,10 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
     };
     let relay = kafka.as_ref().map(|k| k.url());
     let db = dir.path().join("server.db");
-    let mut server = backend::start(kind, &db, &cfg.server, start_ms, relay).await?;
+    let mut server = match cfg.api {
+        Api::ServerMock => backend::start(kind, &db, &cfg.server, start_ms, relay).await?,
+        Api::Bank => backend::start_bank(cfg.seed, cfg.real_time).await?,
+    };
     let mut determinism = server.determinism();
     if kafka.is_some() {
         determinism = determinism.and(kafka::NOT_DETERMINISTIC);
@@ -111,6 +116,8 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
         legacy_classify: cfg.legacy_classify,
         recipients: accounts.iter().map(|a| a.user_id.clone()).collect(),
         pool: pool.user_id,
+        api: cfg.api,
+        server: server.link(),
     });
     let wire: SharedWireLog = Arc::new(Mutex::new(WireLog::default()));
     let ride_clock = Arc::new(SimClock::new(start_ms, cfg.speed));
@@ -281,6 +288,9 @@ pub async fn run(cfg: &RideConfig) -> Result<Report> {
 
     let wire = std::mem::take(&mut *wire.lock().unwrap_or_else(|p| p.into_inner()));
     let mut verdicts = check(&phones, &server_view, &wire);
+    if cfg.api == Api::Bank {
+        verdicts.verdicts.push(check_parked(&phones));
+    }
     if determinism == Determinism::Deterministic {
         let users: Vec<String> = accounts.iter().map(|a| a.user_id.clone()).collect();
         Aliases::of_ride(&phones, &server_view, &users).rename(&mut verdicts);
