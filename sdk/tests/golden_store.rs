@@ -5,37 +5,12 @@
 
 mod common;
 
-use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use common::golden::{rows, Row};
 use common::scripted::{base_config, serve, wait, Script, Shared};
 use sendonce::{RejectionReason, Sdk, TransferState};
-
-struct Row {
-    key: String,
-    body: Vec<u8>,
-    state: String,
-}
-
-fn rows(db: &std::path::Path) -> HashMap<String, Row> {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn
-        .prepare("SELECT local_id, idem_key, body, state FROM transfers")
-        .unwrap();
-    stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            Row {
-                key: r.get(1)?,
-                body: r.get(2)?,
-                state: r.get(3)?,
-            },
-        ))
-    })
-    .unwrap()
-    .map(Result::unwrap)
-    .collect()
-}
 
 fn user_version(db: &std::path::Path) -> i64 {
     let conn = rusqlite::Connection::open(db).unwrap();
@@ -172,6 +147,14 @@ fn a_file_of_a_newer_schema_is_refused_untouched() {
         "a newer file is not corrupt: {err:?}"
     );
     assert_eq!(std::fs::read(&db).unwrap(), bytes, "every byte untouched");
+    for side in ["-wal", "-shm", "-journal"] {
+        let mut path = db.clone().into_os_string();
+        path.push(side);
+        assert!(
+            !Path::new(&path).exists(),
+            "no {side} file made beside a file this SDK must not touch"
+        );
+    }
     assert_eq!(user_version(&db), 4);
 }
 
@@ -184,85 +167,5 @@ async fn every_state_of_a_version_2_store_finishes_after_the_upgrade() {
     let dir = tempfile::tempdir().unwrap();
     let db = common::golden::copy("store-v2-states.db", dir.path());
     assert_eq!(user_version(&db), 2);
-    let before = rows(&db);
-    let mut states: Vec<&str> = before.values().map(|r| r.state.as_str()).collect();
-    states.sort_unstable();
-    assert_eq!(
-        states,
-        [
-            "auth_required",
-            "needs_attention",
-            "pending",
-            "retrying",
-            "sending",
-            "succeeded"
-        ]
-    );
-    let script: Shared = Arc::new(Mutex::new(Script {
-        lookup: Some(common::scripted::Answer(
-            200,
-            vec![common::scripted::JSON],
-            common::scripted::OK,
-        )),
-        ..Default::default()
-    }));
-    let url = serve(script.clone()).await;
-    let sdk = Sdk::open(base_config(&url, &db).build().unwrap()).unwrap();
-    // What an app does once its user has signed in again.
-    sdk.set_access_token(Some("tok-2".into())).unwrap();
-    for (id, row) in &before {
-        // `wait` also returns for NeedsAttention (handed to the user): the given-up one is resolved by
-        // the SDK's own look-up a moment later, so it is awaited until it has its outcome.
-        if row.state == "needs_attention" {
-            common::scripted::until("the look-up resolved the given-up transfer", || {
-                sdk.transfer(id).unwrap().state != TransferState::NeedsAttention
-            })
-            .await;
-        }
-        let t = wait(&sdk, id).await;
-        assert_eq!(
-            t.state,
-            TransferState::Succeeded,
-            "{} {id}: {t:?}",
-            row.state
-        );
-        assert_eq!(
-            t.idempotency_key, row.key,
-            "{}: the key minted by the old SDK",
-            row.state
-        );
-    }
-    let (arrivals, lookups) = {
-        let s = script.lock().unwrap();
-        (s.arrivals.clone(), s.lookups)
-    };
-    for a in &arrivals {
-        let row = before
-            .values()
-            .find(|r| r.key == a.key)
-            .expect("every request under a key the old SDK minted");
-        assert!(
-            matches!(
-                row.state.as_str(),
-                "pending" | "retrying" | "sending" | "auth_required"
-            ),
-            "sent again: {}",
-            row.state
-        );
-        assert_eq!(
-            a.body, row.body,
-            "{}: the exact bytes committed by the old SDK",
-            row.state
-        );
-    }
-    assert_eq!(
-        arrivals.len(),
-        4,
-        "one attempt each for the four still to send"
-    );
-    assert!(
-        lookups >= 1,
-        "the one that gave up is resolved by a look-up"
-    );
-    sdk.close();
+    common::golden::every_state_finishes(&db).await;
 }

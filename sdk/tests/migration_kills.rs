@@ -146,3 +146,19 @@ async fn the_golden_version_2_file_killed_in_its_migration_finishes_too() {
         finishes_after_the_kill(&db, point, version, 2).await;
     }
 }
+
+/// The golden file with a transfer in every state (`store-v2-states.db`), killed at each point of its
+/// migration: the file is wholly at one version, and every transfer still finishes under its old key
+/// and bytes — the one waiting for a token and the one that gave up included.
+#[tokio::test]
+async fn the_golden_file_of_every_state_killed_in_its_migration_finishes_too() {
+    for &(point, version) in POINTS.iter().filter(|(p, _)| p.starts_with("v3")) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = common::golden::copy("store-v2-states.db", dir.path());
+        kill_child_at(&db, point);
+        let (found, v2_columns, v3_columns) = version_and_columns(&db);
+        assert_eq!((found, v2_columns), (version, true), "{point}");
+        assert_eq!(v3_columns, version >= 3, "{point}: v3 columns iff v3");
+        common::golden::every_state_finishes(&db).await;
+    }
+}
