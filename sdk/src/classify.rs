@@ -16,7 +16,8 @@ pub enum Verdict {
     },
     /// Definitive no; a new attempt would be a new intent.
     Rejected(Rejection),
-    /// A bug (key reused with another body); never retried.
+    /// Ended without a refusal of the request, never retried: the key was reused with another body
+    /// (a bug), or the server closed the key unexecuted (its not-found for the key).
     Failed(Rejection),
     /// Credentials refused; wait for a new token.
     AuthRequired(String),
@@ -106,6 +107,12 @@ fn classify_response(c: &ResponseContract, r: &HttpResponse, expected_key: &str)
         400..=499 => {
             if let Some(action) = c.required_action(r, &problem) {
                 Verdict::RequiresAction(action)
+            } else if c.lookup.not_found_codes.iter().any(|k| k == code) {
+                // The server's own "no operation with this key": a look-up closed the key unexecuted
+                // (its answer may have been lost), and the server answers every later request under it
+                // the same. Nothing moved, nothing sent under this key ever will: ended as the look-up
+                // would have ended it.
+                Verdict::Failed(rejection(RejectionReason::NotExecuted))
             } else if c.key_reused.iter().any(|k| k == code) {
                 Verdict::Failed(rejection(RejectionReason::KeyReused))
             } else if matches!(r.status, 401 | 403) || c.auth.iter().any(|k| k == code) {

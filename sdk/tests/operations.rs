@@ -225,3 +225,29 @@ async fn a_transfer_is_one_operation_with_todays_wire_format() {
     );
     sdk.close();
 }
+
+/// Found by `scripts/soak` (seed 1060, on the bank): a look-up the bank did not find closes the key,
+/// and the bank answers every later request under it with that same `ORDER_NOT_FOUND`. Read as "not a
+/// definitive answer", the order was sent again and again (403 attempts in the ride) until the 24 h
+/// horizon. The server's own "no operation with this key" is final on the operation's path too:
+/// nothing was executed.
+#[tokio::test]
+async fn the_servers_not_found_for_the_key_ends_the_operation_on_its_own_path_too() {
+    let rig = common::bank::bank(vec![
+        error(
+            404,
+            r#"{"error":{"code":"ORDER_NOT_FOUND","message":"no order with this key"}}"#,
+        ),
+        executed(),
+    ])
+    .await;
+    let t = rig.sdk.send_operation(order("12.50")).await.unwrap();
+    let done = settled(&rig.sdk, &t.local_id).await;
+    // Failed, as when the look-up itself answers it: not a refusal of the order, an end without it.
+    assert_eq!(done.state, TransferState::Failed, "{done:?}");
+    assert_eq!(
+        done.rejection.map(|r| r.reason),
+        Some(sendonce::RejectionReason::NotExecuted)
+    );
+    assert_eq!(rig.arrivals().len(), 1, "not sent again under a closed key");
+}
