@@ -32,6 +32,10 @@ pub enum DbError {
     /// A transaction kept failing on serialization conflicts or deadlocks.
     #[error("gave up after {0} conflicting attempts")]
     Conflict(u32),
+    /// The SQLite file's disk is full: the transaction rolled back, and the same writes can
+    /// succeed once space returns.
+    #[error("the database's disk is full")]
+    DiskFull,
 }
 
 /// Shared handle to the database: one writer connection and one reader connection.

@@ -92,7 +92,7 @@ impl Problem {
     }
 
     /// 503 `busy` with `Retry-After` when the writer's queue is full, no pooled connection
-    /// came free, or PostgreSQL gave up waiting (a lock or statement timeout, a session it
+    /// came free, SQLite's disk is full, or PostgreSQL gave up waiting (a lock or statement timeout, a session it
     /// ended: the transaction rolled back, or — a session lost during its COMMIT — its
     /// outcome is for the retry with the same key to find); else [`Problem::internal`].
     pub fn from_db(e: crate::db::DbError) -> Self {
@@ -102,6 +102,18 @@ impl Problem {
                 Self::busy()
             }
             crate::db::DbError::Busy | crate::db::DbError::Conflict(_) => Self::busy(),
+            crate::db::DbError::DiskFull => {
+                tracing::warn!("the database's disk is full; answering 503");
+                Self::busy()
+            }
+            // The SQLite file's disk is full: the transaction rolled back, nothing of it is stored,
+            // and the same request succeeds once space returns.
+            crate::db::DbError::Sqlite(ref sqlite)
+                if sqlite.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) =>
+            {
+                tracing::warn!(%e, "the database's disk is full; answering 503");
+                Self::busy()
+            }
             other => Self::internal(other),
         }
     }

@@ -33,7 +33,39 @@ pub(super) trait GroupJob: Send {
     /// Runs the job's writes and keeps its result; false if it failed (its writes must go).
     fn run(&mut self, c: &mut Connection) -> bool;
     /// Delivers the last run's result once the group's commit outcome is known.
-    fn deliver(self: Box<Self>, committed: Result<(), String>);
+    fn deliver(self: Box<Self>, committed: Result<(), Failure>);
+}
+
+/// Why a group's writes did not commit (every job of the group gets a copy).
+#[derive(Debug, Clone)]
+pub(super) struct Failure {
+    message: String,
+    /// SQLite found the disk full: nothing of the group is stored, and the same writes can
+    /// succeed once space returns (the caller answers "busy", not "failed").
+    disk_full: bool,
+}
+
+impl Failure {
+    fn of(e: &rusqlite::Error) -> Self {
+        Self {
+            message: e.to_string(),
+            disk_full: e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull),
+        }
+    }
+
+    fn rolled_back() -> Self {
+        Self {
+            message: "SQLite rolled back the transaction during this job".into(),
+            disk_full: false,
+        }
+    }
+
+    fn into_error(self) -> DbError {
+        match self.disk_full {
+            true => DbError::DiskFull,
+            false => DbError::Task(format!("group commit failed: {}", self.message)),
+        }
+    }
 }
 
 /// A job and the durability its caller asked for.
@@ -71,12 +103,12 @@ where
         ok
     }
 
-    fn deliver(self: Box<Self>, committed: Result<(), String>) {
+    fn deliver(self: Box<Self>, committed: Result<(), Failure>) {
         let out = match (committed, self.result) {
             (Ok(()), Some(r)) => r,
             // The job's own error says more than the group's.
             (Err(_), Some(Err(e))) => Err(e),
-            (Err(e), _) => Err(DbError::Task(format!("group commit failed: {e}"))),
+            (Err(failure), _) => Err(failure.into_error()),
             (Ok(()), None) => Err(DbError::Task("write job never ran".into())),
         };
         let _ = self.to.send(out);
@@ -126,7 +158,7 @@ enum Outcome {
     /// constraint, an I/O error, a full disk): the group runs again without it.
     RolledBackBy(usize),
     /// The transaction itself failed: every job gets this error.
-    Failed(String),
+    Failed(Failure),
 }
 
 /// One group transaction; every job's result is delivered before it returns.
@@ -163,7 +195,7 @@ pub(super) fn run_group(
     }
     for (job, dropped) in jobs.into_iter().zip(dropped) {
         let committed = match dropped {
-            true => Err("SQLite rolled back the transaction during this job".to_string()),
+            true => Err(Failure::rolled_back()),
             false => committed.clone(),
         };
         job.deliver(committed);
@@ -220,7 +252,7 @@ fn transaction(
         if !c.is_autocommit() {
             let _ = c.execute_batch("ROLLBACK");
         }
-        Outcome::Failed(e.to_string())
+        Outcome::Failed(Failure::of(&e))
     })
 }
 

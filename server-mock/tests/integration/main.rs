@@ -6,6 +6,7 @@ mod common;
 mod concurrency;
 mod contract;
 mod fencing;
+mod full_disk;
 mod instances;
 mod partitions;
 mod properties;
