@@ -1,0 +1,56 @@
+//! PostgreSQL crashes in the middle of a ride over three instances (`scripts/pg crash`: an
+//! immediate stop, every session cut mid-transaction and mid-COMMIT, crash recovery, a start on
+//! the same port): the instances must answer only what they know (a lost COMMIT is for the retry
+//! with the same key to find), their pools recover, and every invariant of the ride holds.
+//! Needs `SENDONCE_TEST_POSTGRES` and its cluster's `SENDONCE_PG_DIR` (the `postgres` stage of
+//! scripts/test-all sets both). Its own test binary: the crash must not land in another ride.
+
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+#[test]
+fn a_ride_over_three_instances_survives_postgresql_crashing_in_the_middle() {
+    let Ok(db) = std::env::var("SENDONCE_TEST_POSTGRES") else {
+        eprintln!("skipped: SENDONCE_TEST_POSTGRES is not set (scripts/pg start prints it)");
+        return;
+    };
+    let started = Instant::now();
+    let crash = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(2));
+        let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/pg"))
+            .arg("crash")
+            .output()
+            .expect("scripts/pg runs");
+        assert!(
+            out.status.success(),
+            "scripts/pg crash: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        started.elapsed()
+    });
+    let ride = support::ride(&[
+        "--db",
+        &db,
+        "--instances",
+        "3",
+        "--profile",
+        "lb-replay",
+        "--server-faults",
+        "0.03",
+        "--users",
+        "8",
+        "--transfers",
+        "12",
+        "--seed",
+        "11",
+    ]);
+    let ride_took = started.elapsed();
+    let crashed_at = crash.join().expect("the crash thread");
+    let r = ride.assert_holds();
+    assert!(
+        crashed_at < ride_took,
+        "the ride ended ({ride_took:?}) before PostgreSQL crashed ({crashed_at:?}): it proves nothing: {r:#}"
+    );
+}
