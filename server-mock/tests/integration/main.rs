@@ -9,6 +9,7 @@ mod fencing;
 mod full_disk;
 mod instances;
 mod partitions;
+mod pg_cuts;
 mod properties;
 mod recovery;
 mod retention;
