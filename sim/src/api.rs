@@ -81,6 +81,18 @@ impl Api {
         self.contract().operation_id.find(response)
     }
 
+    /// The replay header's name as people write it (`Idempotent-Replayed`, `X-Replayed`), for the report.
+    pub fn replay_header_name(self) -> String {
+        let header = self.contract().replayed_header.clone().unwrap_or_default();
+        let words = header.split('-').map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_ascii_uppercase().to_string() + chars.as_str()
+            })
+        });
+        words.collect::<Vec<_>>().join("-")
+    }
+
     /// Whether the answer is a stored one given again (the contract's replay header says `true`).
     pub fn is_replay(self, response: &HttpResponse) -> bool {
         let header = self.contract().replayed_header.as_deref();

@@ -11,6 +11,9 @@ use crate::checker::Verdict;
 pub struct Report {
     /// Network profile during the ride.
     pub profile: String,
+    /// The header that marks a replayed answer under the ride's API (`Idempotent-Replayed` on
+    /// server-mock, `X-Replayed` on the bank).
+    pub replay_header: String,
     /// Seed.
     pub seed: u64,
     /// Users (phones).
@@ -57,7 +60,7 @@ pub struct Report {
     pub wire_posts: u64,
     /// Status look-ups that reached the server.
     pub wire_look_ups: u64,
-    /// Answers with `Idempotent-Replayed: true`.
+    /// Answers with the replay header (`Idempotent-Replayed: true` on server-mock).
     pub wire_replays: u64,
     /// 409 `idempotency_key_in_use` answers.
     pub conflicts_409: u64,
@@ -210,8 +213,8 @@ impl Report {
         );
         let _ = writeln!(
             o,
-            "server saw       {} POSTs, {} replays (Idempotent-Replayed), {} x 409 in progress, {} x 5xx, {} status look-ups",
-            self.wire_posts, self.wire_replays, self.conflicts_409, self.server_5xx, self.wire_look_ups
+            "server saw       {} POSTs, {} replays ({}), {} x 409 in progress, {} x 5xx, {} status look-ups",
+            self.wire_posts, self.wire_replays, self.replay_header, self.conflicts_409, self.server_5xx, self.wire_look_ups
         );
         let _ = writeln!(
             o,

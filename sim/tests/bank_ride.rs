@@ -72,6 +72,8 @@ fn the_bank_ride_of_seed_5_holds_every_invariant_and_replays() {
     assert_eq!(first["not_final"], 0, "{first:#}");
     assert!(first["succeeded"].as_u64().unwrap() > 0, "{first:#}");
     assert!(first["deterministic"].as_bool().unwrap(), "{first:#}");
+    // The report counts replays by the bank's own header, not server-mock's.
+    assert_eq!(first["replay_header"], "X-Replayed", "{first:#}");
     let (_, again, _) = ride(&args);
     assert_eq!(first, again, "the same seed gave another report");
 }

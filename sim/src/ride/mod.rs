@@ -382,6 +382,7 @@ fn build_report(
     let net = devices.iter().map(|d| &d.net);
     Report {
         profile: cfg.profile.name().to_string(),
+        replay_header: cfg.api.replay_header_name(),
         seed: cfg.seed,
         users: cfg.users,
         transfers_per_user: cfg.transfers,
