@@ -1,5 +1,6 @@
 package io.sendonce
 
+import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
@@ -10,8 +11,10 @@ import okhttp3.mockwebserver.MockWebServer
 import okhttp3.mockwebserver.RecordedRequest
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
+import java.io.File
 import java.util.concurrent.CopyOnWriteArrayList
 import kotlin.io.path.createTempDirectory
 
@@ -42,7 +45,7 @@ class OperationsTest {
     }
     // --- end README ---------------------------------------------------------------------------------
 
-    private class Bank : AutoCloseable {
+    internal class Bank : AutoCloseable {
         val posts = CopyOnWriteArrayList<RecordedRequest>()
         val server = MockWebServer().apply {
             dispatcher = object : Dispatcher() {
@@ -104,6 +107,40 @@ class OperationsTest {
             assertEquals(a.body.readUtf8(), b.body.readUtf8())
             assertEquals("mobile", b.getHeader("x-channel"))
             assertEquals("/api/v2/payment-orders", b.path)
+        }
+    }
+
+    @Test
+    fun `an order parked when its process is SIGKILLed stays parked, and resumes with its key and bytes`() = runBlocking {
+        Bank().use { bank ->
+            val db = createTempDirectory("sendonce-ops").resolve("d.db").toString()
+            val java = File(System.getProperty("java.home"), "bin/java").path
+            val child = ProcessBuilder(
+                java, "-cp", System.getProperty("java.class.path"),
+                "-Djna.library.path=${System.getProperty("jna.library.path")}",
+                "io.sendonce.ParkOrder", bank.url, db,
+            ).redirectError(ProcessBuilder.Redirect.INHERIT).start()
+            val localId = try {
+                val line = child.inputStream.bufferedReader().readLine() ?: error("the child ended before parking")
+                assertTrue(line.startsWith("parked "), line)
+                line.removePrefix("parked ")
+            } finally {
+                // Process.destroyForcibly is SIGKILL on Linux: no close, no flush, as when Android kills an app.
+                child.destroyForcibly().waitFor()
+            }
+            assertEquals(137, child.exitValue(), "killed by SIGKILL")
+            SendOnce.open(config(bank.url, db), null, OkHttpTransport(OkHttpClient())).use { sdk ->
+                assertEquals(TransferState.REQUIRES_ACTION, sdk.transfer(localId).state)
+                // Parked is parked: no attempt however long it waits (the sender would retry within a second).
+                delay(1_500)
+                assertEquals(1, bank.posts.size, "no attempt while parked")
+                assertEquals(TransferState.REQUIRES_ACTION, sdk.transfer(localId).state)
+                sdk.actionCompleted(localId)
+                assertEquals(TransferState.SUCCEEDED, withTimeout(20_000) { sdk.awaitOutcome(localId) }.state)
+            }
+            val (a, b) = bank.posts
+            assertEquals(a.getHeader("x-request-key"), b.getHeader("x-request-key"))
+            assertEquals(a.body.readUtf8(), b.body.readUtf8())
         }
     }
 
