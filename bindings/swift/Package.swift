@@ -49,6 +49,8 @@ let package = Package(
         .target(name: "SendOnceTestSupport", path: "Sources/SendOnceTestSupport"),
         // A second process on one file for the Busy test (no product: apps never see it).
         .executableTarget(name: "SendOnceHoldFile", dependencies: ["SendOnce"], path: "Sources/SendOnceHoldFile"),
+        // The app's process SIGKILLed while an order is parked, for OperationsTests (no product either).
+        .executableTarget(name: "SendOnceParkOrder", dependencies: ["SendOnce"], path: "Sources/SendOnceParkOrder"),
         .testTarget(name: "SendOnceTests", dependencies: ["SendOnce", "SendOnceTestSupport"], path: "Tests/SendOnceTests"),
     ],
     swiftLanguageModes: [.v6]

@@ -42,10 +42,13 @@ final class OperationsTests: XCTestCase {
     }
     // --- end README -----------------------------------------------------------------------------------
 
-    /// The bank, scripted: the first order answers "SCA required", every later one succeeds for its key.
+    /// The bank, scripted: the first order answers "SCA required" (unless `scaFirst` is false), every later
+    /// one succeeds for its key.
     final class Bank: HttpTransport, @unchecked Sendable {
         private let lock = NSLock()
         private var posts: [HttpRequest] = []
+        private let scaFirst: Bool
+        init(scaFirst: Bool = true) { self.scaFirst = scaFirst }
         var received: [HttpRequest] { lock.lock(); defer { lock.unlock() }; return posts }
 
         func send(request: HttpRequest) async throws -> HttpResponse {
@@ -55,7 +58,7 @@ final class OperationsTests: XCTestCase {
             }
             let n: Int = { lock.lock(); defer { lock.unlock() }; posts.append(request); return posts.count }()
             let key = request.headers.first { $0.name == "x-request-key" }?.value ?? ""
-            if n == 1 {
+            if n == 1 && scaFirst {
                 let body = #"{"error":{"code":"SCA_REQUIRED","sca":{"redirect_url":"https://bank.example/sca/ch_1","challenge_id":"ch_1"}}}"#
                 return HttpResponse(status: 428, headers: [error], body: Data(body.utf8))
             }
@@ -106,6 +109,63 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(posts[0].body, posts[1].body)
         XCTAssertEqual(posts[0].headers.first { $0.name == "x-request-key" }, posts[1].headers.first { $0.name == "x-request-key" })
         XCTAssertEqual(posts[1].url, "https://bank.example/api/v2/payment-orders")
+    }
+
+    /// The helper executable `SendOnceParkOrder` (built with the tests), found like `SendOnceHoldFile`.
+    func parkOrderBinary() throws -> URL {
+        var dir = Bundle(for: Self.self).bundleURL
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent("SendOnceParkOrder")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            dir.deleteLastPathComponent()
+        }
+        throw NSError(domain: "no SendOnceParkOrder executable near \(Bundle(for: Self.self).bundleURL.path)", code: 1)
+    }
+
+    func testAnOrderParkedWhenItsProcessIsSigkilledStaysParkedAndResumesWithItsKeyAndBytes() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let db = dir.appendingPathComponent("d.db").path
+        let child = Process()
+        child.executableURL = try parkOrderBinary()
+        child.arguments = [db]
+        let stdin = Pipe(), stdout = Pipe()
+        child.standardInput = stdin
+        child.standardOutput = stdout
+        try child.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        // SIGKILL: no close, no flush, as when iOS kills a suspended app.
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        XCTAssertEqual(child.terminationReason, .uncaughtSignal)
+        XCTAssertEqual(child.terminationStatus, SIGKILL)
+        let words = String(decoding: line, as: UTF8.self).split(separator: " ").map(String.init)
+        XCTAssertEqual(words.count, 4, "parked <localId> <key> <body>: \(words)")
+        guard words.count == 4, words[0] == "parked", let body = Data(base64Encoded: words[3].trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            return XCTFail("the child never parked its order")
+        }
+        let (localId, key) = (words[1], words[2])
+
+        let bank = Bank(scaFirst: false)
+        let sdk = try await SendOnce.open(config(db), tokenProvider: nil, transport: bank)
+        defer { sdk.close() }
+        let still = try await sdk.transfer(localId)
+        XCTAssertEqual(still.state, .requiresAction)
+        // Parked is parked: no attempt however long it waits (the sender would retry within a second).
+        try await Task.sleep(nanoseconds: 1_500_000_000)
+        XCTAssertEqual(bank.received.count, 0, "no attempt while parked")
+        _ = try await sdk.actionCompleted(localId)
+        let done = try await sdk.outcome(of: localId)
+        XCTAssertEqual(done.state, .succeeded)
+        let posts = bank.received
+        XCTAssertEqual(posts.count, 1)
+        XCTAssertEqual(posts.first?.headers.first { $0.name == "x-request-key" }?.value, key, "the key minted before the kill")
+        XCTAssertEqual(posts.first?.body, body, "the bytes committed before the kill")
     }
 
     func testAContractThatCannotTellTheBankFromAProxyIsRefused() async throws {
