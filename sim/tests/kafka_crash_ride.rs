@@ -6,7 +6,6 @@
 
 mod support;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -14,19 +13,7 @@ use std::time::{Duration, Instant};
 fn a_ride_through_kafka_survives_the_broker_sigkilled_and_restarted() {
     let url = std::env::var("SENDONCE_KAFKA").expect("SENDONCE_KAFKA=kafka://127.0.0.1:PORT");
     let started = Instant::now();
-    let crash = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(3));
-        let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/kafka"))
-            .arg("crash")
-            .output()
-            .expect("scripts/kafka runs");
-        assert!(
-            out.status.success(),
-            "scripts/kafka crash: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        started.elapsed()
-    });
+    let crash = support::crash_after("kafka", Duration::from_secs(3));
     let ride = support::ride_with_env(
         &[
             "--users",
@@ -48,18 +35,5 @@ fn a_ride_through_kafka_survives_the_broker_sigkilled_and_restarted() {
         crashed_at < ride_took,
         "the ride ended ({ride_took:?}) before the broker was back ({crashed_at:?}): {r:#}"
     );
-    let downstream = r["invariants"]
-        .as_array()
-        .and_then(|v| {
-            v.iter()
-                .find(|v| v["name"] == "one credit and one SMS per debit")
-        })
-        .expect("the downstream verdict");
-    assert!(
-        !downstream["summary"]
-            .as_str()
-            .unwrap_or("")
-            .contains(" 0 credits"),
-        "{r:#}"
-    );
+    support::assert_credits_delivered(r);
 }

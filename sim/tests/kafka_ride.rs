@@ -31,18 +31,5 @@ fn a_ride_through_kafka_keeps_every_invariant() {
     let stderr = &ride.stderr;
     // The consumers really were broken: a replay from offset 0 at least.
     assert!(stderr.contains("Kafka consumers broken"), "{stderr}");
-    let downstream = r["invariants"]
-        .as_array()
-        .and_then(|v| {
-            v.iter()
-                .find(|v| v["name"] == "one credit and one SMS per debit")
-        })
-        .expect("the downstream verdict");
-    assert!(
-        !downstream["summary"]
-            .as_str()
-            .unwrap_or("")
-            .contains(" 0 credits"),
-        "{r:#}"
-    );
+    support::assert_credits_delivered(r);
 }

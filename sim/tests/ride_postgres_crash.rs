@@ -7,7 +7,6 @@
 
 mod support;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -17,19 +16,7 @@ fn a_ride_over_three_instances_survives_postgresql_crashing_in_the_middle() {
         return;
     };
     let started = Instant::now();
-    let crash = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(2));
-        let out = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/pg"))
-            .arg("crash")
-            .output()
-            .expect("scripts/pg runs");
-        assert!(
-            out.status.success(),
-            "scripts/pg crash: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        started.elapsed()
-    });
+    let crash = support::crash_after("pg", Duration::from_secs(2));
     let ride = support::ride(&[
         "--db",
         &db,

@@ -81,3 +81,44 @@ impl Ride {
         }
     }
 }
+
+/// Runs `scripts/<script> crash` once `after` has passed (a database or broker failing in the middle of
+/// a ride); the handle gives how long after the call the crashed service was back.
+pub fn crash_after(
+    script: &'static str,
+    after: std::time::Duration,
+) -> std::thread::JoinHandle<std::time::Duration> {
+    let started = std::time::Instant::now();
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        let path = format!("{}/../scripts/{script}", env!("CARGO_MANIFEST_DIR"));
+        let out = Command::new(&path)
+            .arg("crash")
+            .output()
+            .expect("the crash script runs");
+        assert!(
+            out.status.success(),
+            "scripts/{script} crash: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        started.elapsed()
+    })
+}
+
+/// The ride delivered credits downstream (its "one credit and one SMS per debit" verdict counts some).
+pub fn assert_credits_delivered(report: &Value) {
+    let downstream = report["invariants"]
+        .as_array()
+        .and_then(|v| {
+            v.iter()
+                .find(|v| v["name"] == "one credit and one SMS per debit")
+        })
+        .expect("the downstream verdict");
+    assert!(
+        !downstream["summary"]
+            .as_str()
+            .unwrap_or("")
+            .contains(" 0 credits"),
+        "{report:#}"
+    );
+}

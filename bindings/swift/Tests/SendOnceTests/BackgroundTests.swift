@@ -83,14 +83,7 @@ final class BackgroundTests: ServerTestCase {
     /// The helper executable `SendOnceHoldFile` (built with the tests), or `SENDONCE_HOLD_FILE`.
     func holdFileBinary() throws -> URL {
         if let path = ProcessInfo.processInfo.environment["SENDONCE_HOLD_FILE"] { return URL(fileURLWithPath: path) }
-        // Linux: the test binary sits in the build directory; macOS: inside Tests.xctest/Contents/MacOS.
-        var dir = Bundle(for: Self.self).bundleURL
-        for _ in 0..<4 {
-            let candidate = dir.appendingPathComponent("SendOnceHoldFile")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            dir.deleteLastPathComponent()
-        }
-        throw TestError("no SendOnceHoldFile executable near \(Bundle(for: Self.self).bundleURL.path)")
+        return try helperExecutable("SendOnceHoldFile", near: Self.self)
     }
 
     func testAnotherProcessOnTheFileIsBusyAndARetryOnceItIsGoneSucceeds() async throws {
@@ -103,13 +96,7 @@ final class BackgroundTests: ServerTestCase {
         child.standardOutput = stdout
         try child.run()
         defer { if child.isRunning { child.terminate() } }
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        XCTAssertEqual(String(decoding: line, as: UTF8.self), "holding\n")
+        XCTAssertEqual(firstLine(of: stdout), "holding\n")
         let config = SendOnceConfig(baseUrl: "http://127.0.0.1:9", dbPath: db)
         // Busy, not AlreadyOpen or a storage error: the one a worker turns into "retry later".
         await assertThrows({ if case .Busy = $0 { return true }; return false }, "another process holds the file") {

@@ -111,40 +111,24 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(posts[1].url, "https://bank.example/api/v2/payment-orders")
     }
 
-    /// The helper executable `SendOnceParkOrder` (built with the tests), found like `SendOnceHoldFile`.
-    func parkOrderBinary() throws -> URL {
-        var dir = Bundle(for: Self.self).bundleURL
-        for _ in 0..<4 {
-            let candidate = dir.appendingPathComponent("SendOnceParkOrder")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            dir.deleteLastPathComponent()
-        }
-        throw NSError(domain: "no SendOnceParkOrder executable near \(Bundle(for: Self.self).bundleURL.path)", code: 1)
-    }
-
     func testAnOrderParkedWhenItsProcessIsSigkilledStaysParkedAndResumesWithItsKeyAndBytes() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let db = dir.appendingPathComponent("d.db").path
         let child = Process()
-        child.executableURL = try parkOrderBinary()
+        child.executableURL = try helperExecutable("SendOnceParkOrder", near: Self.self)
         child.arguments = [db]
         let stdin = Pipe(), stdout = Pipe()
         child.standardInput = stdin
         child.standardOutput = stdout
         try child.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
+        let line = firstLine(of: stdout)
         // SIGKILL: no close, no flush, as when iOS kills a suspended app.
         kill(child.processIdentifier, SIGKILL)
         child.waitUntilExit()
         XCTAssertEqual(child.terminationReason, .uncaughtSignal)
         XCTAssertEqual(child.terminationStatus, SIGKILL)
-        let words = String(decoding: line, as: UTF8.self).split(separator: " ").map(String.init)
+        let words = line.split(separator: " ").map(String.init)
         XCTAssertEqual(words.count, 4, "parked <localId> <key> <body>: \(words)")
         guard words.count == 4, words[0] == "parked", let body = Data(base64Encoded: words[3].trimmingCharacters(in: .whitespacesAndNewlines)) else {
             return XCTFail("the child never parked its order")
