@@ -52,7 +52,10 @@ pub fn send(
 
 /// `12345` → `123.45` (two-decimal currencies such as BDT).
 pub fn format_minor(amount: i64) -> String {
-    format!("{}.{:02}", amount / 100, (amount % 100).abs())
+    // On the magnitude: `amount / 100` of -5 is 0, and "0.05" would drop the sign.
+    let sign = if amount < 0 { "-" } else { "" };
+    let magnitude = amount.unsigned_abs();
+    format!("{sign}{}.{:02}", magnitude / 100, magnitude % 100)
 }
 
 /// The SMS consumer.
@@ -87,5 +90,22 @@ impl Effect for Sms {
                 Ok(true)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::format_minor;
+
+    /// Before the fix, -5 read "0.05" and -150 read "-1.50": the sign was lost below one unit.
+    #[test]
+    fn minor_units_keep_their_sign() {
+        assert_eq!(format_minor(12345), "123.45");
+        assert_eq!(format_minor(5), "0.05");
+        assert_eq!(format_minor(0), "0.00");
+        assert_eq!(format_minor(-5), "-0.05");
+        assert_eq!(format_minor(-99), "-0.99");
+        assert_eq!(format_minor(-150), "-1.50");
+        assert_eq!(format_minor(i64::MIN), "-92233720368547758.08");
     }
 }
