@@ -13,8 +13,9 @@ use crate::App;
 
 mod validate;
 
-use validate::TransferBody;
-pub use validate::{validate, ValidTransfer, MAX_AMOUNT_MINOR, MAX_NOTE_CHARS};
+pub use validate::{
+    check_body, parse, validate, TransferBody, ValidTransfer, MAX_AMOUNT_MINOR, MAX_NOTE_CHARS,
+};
 
 /// The authenticated user making a request.
 #[derive(Debug, Clone)]

@@ -15,12 +15,16 @@ pub const MAX_NOTE_CHARS: usize = 280;
 
 /// Body of `POST /v1/transfers` as sent.
 #[derive(Debug, Deserialize)]
-pub(super) struct TransferBody {
-    pub(super) to_user_id: String,
-    pub(super) amount_minor: i64,
-    pub(super) currency: String,
+pub struct TransferBody {
+    /// Recipient.
+    pub to_user_id: String,
+    /// Amount in minor units (checked by [`check_body`]).
+    pub amount_minor: i64,
+    /// Currency (must be the caller's).
+    pub currency: String,
+    /// Optional note.
     #[serde(default)]
-    pub(super) note: Option<String>,
+    pub note: Option<String>,
 }
 
 /// A transfer request that passed validation (recipient exists, currencies match).
@@ -40,7 +44,7 @@ pub struct ValidTransfer {
 pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTransfer, Problem> {
     let parsed = parse(body)?;
     // The body's own checks first: a body they refuse costs no read.
-    check_body(app, caller, &parsed)?;
+    check_body(app.max_amount_minor(), caller, &parsed)?;
     let recipient_currency = app
         .store
         .user_currency(parsed.to_user_id.clone())
@@ -50,8 +54,12 @@ pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTr
 }
 
 /// The body as sent, or 400.
-pub(super) fn parse(body: &[u8]) -> Result<TransferBody, Problem> {
-    serde_json::from_slice(body)
+pub fn parse(body: &[u8]) -> Result<TransferBody, Problem> {
+    // serde_json skips an unknown field's string without checking its bytes: without this, a
+    // body that is not JSON (RFC 8259 JSON is UTF-8) would be accepted and stored.
+    let text = std::str::from_utf8(body)
+        .map_err(|e| Problem::invalid(format!("transfer body is not UTF-8: {e}")))?;
+    serde_json::from_str(text)
         .map_err(|e| Problem::invalid(format!("malformed transfer body: {e}")))
 }
 
@@ -63,13 +71,13 @@ pub(super) fn check(
     parsed: TransferBody,
     recipient_currency: Option<String>,
 ) -> Result<ValidTransfer, Problem> {
-    check_body(app, caller, &parsed)?;
+    check_body(app.max_amount_minor(), caller, &parsed)?;
     check_recipient(parsed, recipient_currency)
 }
 
-/// The checks that need nothing but the body and the caller.
-fn check_body(app: &App, caller: &Caller, parsed: &TransferBody) -> Result<(), Problem> {
-    let max = app.max_amount_minor();
+/// The checks that need nothing but the body, the caller and the amount limit in force
+/// (no read: also what the fuzz target `body` drives with arbitrary bytes).
+pub fn check_body(max: i64, caller: &Caller, parsed: &TransferBody) -> Result<(), Problem> {
     if parsed.amount_minor <= 0 || parsed.amount_minor > max {
         return Err(Problem::invalid(format!(
             "amount_minor must be between 1 and {max}"
@@ -125,5 +133,24 @@ fn check_recipient(
             currency: parsed.currency,
             note: parsed.note,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `body` fuzz target (fuzz/regressions/body/): invalid UTF-8 inside an unknown
+    /// field's string was accepted as a transfer body.
+    #[test]
+    fn a_body_that_is_not_utf8_is_refused() {
+        let mut body =
+            br#"{"to_user_id":"bob","amount_minor":5,"currency":"EUR","memo":"p"#.to_vec();
+        body.extend_from_slice(&[0xce, 0xce, b'"', b'}']);
+        let problem = parse(&body).unwrap_err();
+        assert_eq!(problem.code, "invalid_request");
+        let utf8 =
+            "{\"to_user_id\":\"bob\",\"amount_minor\":5,\"currency\":\"EUR\",\"memo\":\"p\u{e9}\"}";
+        assert!(parse(utf8.as_bytes()).is_ok());
     }
 }
