@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 fn a_ride_through_kafka_survives_the_broker_sigkilled_and_restarted() {
     let url = std::env::var("SENDONCE_KAFKA").expect("SENDONCE_KAFKA=kafka://127.0.0.1:PORT");
     let started = Instant::now();
-    let crash = support::crash_after("kafka", Duration::from_secs(3));
+    let crash = support::crash_after("kafka", Duration::from_secs(6));
     let ride = support::ride_with_env(
         &[
             "--users",
