@@ -132,7 +132,7 @@ impl Broker {
     /// Deletes a (stopped) consumer group's (full name) offsets: its next start reads every topic from
     /// offset 0, as an operator's offset reset or a new deployment would.
     /// A member killed a moment ago still counts until its session times out, so this
-    /// waits for the group to empty.
+    /// waits for the group to empty (and, after a broker restart, for its coordinator).
     pub fn reset_group(&self, group: &str) -> Result<(), BrokerError> {
         let admin = self.admin()?;
         let deadline = std::time::Instant::now() + 2 * ADMIN_TIMEOUT;
@@ -142,9 +142,15 @@ impl Broker {
                 None | Some(Ok(_)) | Some(Err((_, RDKafkaErrorCode::GroupIdNotFound))) => {
                     return Ok(())
                 }
-                Some(Err((_, RDKafkaErrorCode::NonEmptyGroup)))
-                    if std::time::Instant::now() < deadline =>
-                {
+                // A member killed a moment ago; or a broker just restarted, its group coordinator
+                // not elected or not loaded yet: all pass.
+                Some(Err((
+                    _,
+                    RDKafkaErrorCode::NonEmptyGroup
+                    | RDKafkaErrorCode::NotCoordinator
+                    | RDKafkaErrorCode::CoordinatorLoadInProgress
+                    | RDKafkaErrorCode::CoordinatorNotAvailable,
+                ))) if std::time::Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(250));
                 }
                 Some(Err((group, code))) => {

@@ -193,12 +193,15 @@ impl KafkaSide {
                     .map(|(g, t)| broker.lag(&broker.name(g), &broker.name(t)))
                     .collect::<Result<Vec<_>, _>>()
             })
-            .await??;
-            if lags.iter().all(|l| *l == 0) {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                bail!("Kafka consumers still behind (fraud, wallet, sms, sms large): {lags:?}");
+            .await?;
+            match lags {
+                Ok(lags) if lags.iter().all(|l| *l == 0) => return Ok(()),
+                Ok(lags) if Instant::now() >= deadline => {
+                    bail!("Kafka consumers still behind (fraud, wallet, sms, sms large): {lags:?}")
+                }
+                // A broker restarted a moment ago answers "not coordinator" for a while: asked again.
+                Err(e) if Instant::now() >= deadline => return Err(e.into()),
+                _ => {}
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
