@@ -98,11 +98,8 @@ pub fn judge(
         }
         Verdict::Failed(rejection) => {
             let code = final_error("failed")?;
-            let closed = c.lookup.not_found_codes.contains(&code);
-            if !(c.key_reused.contains(&code) || closed) || rejection.code != code {
-                return Err(format!(
-                    "failed on {code:?}: neither key reuse nor a closed key"
-                ));
+            if !c.key_reused.contains(&code) || rejection.code != code {
+                return Err(format!("failed on {code:?}, not a key-reuse code"));
             }
         }
         Verdict::RequiresAction(action) => {

@@ -16,8 +16,7 @@ pub enum Verdict {
     },
     /// Definitive no; a new attempt would be a new intent.
     Rejected(Rejection),
-    /// Ended without a refusal of the request, never retried: the key was reused with another body
-    /// (a bug), or the server closed the key unexecuted (its not-found for the key).
+    /// A bug (key reused with another body); never retried.
     Failed(Rejection),
     /// Credentials refused; wait for a new token.
     AuthRequired(String),
@@ -110,9 +109,9 @@ fn classify_response(c: &ResponseContract, r: &HttpResponse, expected_key: &str)
             } else if c.lookup.not_found_codes.iter().any(|k| k == code) {
                 // The server's own "no operation with this key": a look-up closed the key unexecuted
                 // (its answer may have been lost), and the server answers every later request under it
-                // the same. Nothing moved, nothing sent under this key ever will: ended as the look-up
-                // would have ended it.
-                Verdict::Failed(rejection(RejectionReason::NotExecuted))
+                // the same. Nothing moved, nothing sent under this key ever will: a definitive no, as
+                // server-mock's stored 404 always was under its contract (now with its typed reason).
+                Verdict::Rejected(rejection(RejectionReason::NotExecuted))
             } else if c.key_reused.iter().any(|k| k == code) {
                 Verdict::Failed(rejection(RejectionReason::KeyReused))
             } else if matches!(r.status, 401 | 403) || c.auth.iter().any(|k| k == code) {

@@ -243,8 +243,7 @@ async fn the_servers_not_found_for_the_key_ends_the_operation_on_its_own_path_to
     .await;
     let t = rig.sdk.send_operation(order("12.50")).await.unwrap();
     let done = settled(&rig.sdk, &t.local_id).await;
-    // Failed, as when the look-up itself answers it: not a refusal of the order, an end without it.
-    assert_eq!(done.state, TransferState::Failed, "{done:?}");
+    assert_eq!(done.state, TransferState::Rejected, "{done:?}");
     assert_eq!(
         done.rejection.map(|r| r.reason),
         Some(sendonce::RejectionReason::NotExecuted)
