@@ -7,8 +7,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use rusqlite::{params, Connection, TransactionBehavior};
+use sendonce_server::fingerprint::request_hash;
+use sendonce_server::{Claim, Lease};
 use server_mock::consumers::{Consumer, TransferDone};
-use server_mock::idempotency::{self, Claim, NewKey};
+use server_mock::idempotency::{self, NewKey};
 use server_mock::ledger::{self, TransferRecord};
 
 use crate::report::{r3, Report, Row};
@@ -67,7 +69,7 @@ fn one(
     let relay_one = matches!(v, Variant::RelayOneFsync | Variant::AsBuilt);
     let key = uuid::Uuid::new_v4().to_string();
     let lock = uuid::Uuid::new_v4().simple().to_string();
-    let hash = idempotency::request_hash("POST", "/v1/transfers", key.as_bytes());
+    let hash = request_hash("POST", "/v1/transfers", key.as_bytes());
     let now = 1_700_000_000_000 + n as i64;
     sync(c, !claim_normal)?;
     let claimed = idempotency::claim(
@@ -77,7 +79,7 @@ fn one(
             key: &key,
             hash: &hash,
             lock_id: &lock,
-            lease: idempotency::Lease {
+            lease: Lease {
                 instance: "bench",
                 mono_ms: n as i64,
             },

@@ -6,7 +6,7 @@
 
 use sendonce::transport::HttpResponse;
 use sendonce::{classify_with, RejectionReason, ResponseContract, Verdict};
-use server_mock::problem::PROBLEM_JSON;
+use sendonce_server::PROBLEM_JSON;
 use server_mock::transfer::{check_body, parse, Caller, MAX_AMOUNT_MINOR, MAX_NOTE_CHARS};
 
 use crate::answer::KEY;

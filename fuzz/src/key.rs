@@ -3,7 +3,7 @@
 //! token of visible ASCII up to 255 is accepted; quoting an accepted key as an RFC 8941
 //! sf-string reads back the same key.
 
-use server_mock::idempotency::{parse_key, MAX_KEY_LEN};
+use sendonce_server::key::{parse_key, MAX_KEY_LEN};
 
 /// The property; panics with the input when it breaks.
 pub fn check(data: &[u8]) {

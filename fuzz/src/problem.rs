@@ -5,7 +5,7 @@
 
 use sendonce::transport::HttpResponse;
 use sendonce::{classify_with, Locator, ResponseContract, Verdict};
-use server_mock::problem::{Problem, PROBLEM_JSON};
+use sendonce_server::{Problem, PROBLEM_JSON};
 
 use crate::answer::{contract, KEY};
 use crate::oracle::{judge, located};

@@ -38,6 +38,17 @@ pub enum DbError {
     DiskFull,
 }
 
+impl DbError {
+    /// Whether this is SQLite's disk running full, however it was reported.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            DbError::DiskFull => true,
+            DbError::Sqlite(e) => e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull),
+            _ => false,
+        }
+    }
+}
+
 /// Shared handle to the database: one writer connection and one reader connection.
 ///
 /// Writes go either through [`Db::write`] (group commit: a writer thread runs every job

@@ -5,11 +5,13 @@ use axum::http::StatusCode;
 
 use crate::db::DbError;
 use crate::gateway::{self, Settle};
-use crate::idempotency::{self, Claim, Existing};
+use crate::idempotency;
 use crate::ledger::{self, TransferRecord};
-use crate::problem::Problem;
 use crate::store::NewClaim;
 use crate::App;
+use sendonce_server::expiry::bucket_width_ms;
+use sendonce_server::Problem;
+use sendonce_server::{Answer, Claim};
 
 mod validate;
 
@@ -26,57 +28,6 @@ pub struct Caller {
     pub currency: String,
 }
 
-/// What the handler sends back.
-#[derive(Debug, Clone)]
-pub struct Answer {
-    /// HTTP status.
-    pub status: u16,
-    /// Exact body bytes.
-    pub body: Vec<u8>,
-    /// Whether this repeats an earlier outcome (`Idempotent-Replayed: true`).
-    pub replayed: bool,
-    /// `Retry-After` seconds, if any.
-    pub retry_after: Option<u32>,
-    /// Whether this request itself committed the money movement.
-    pub committed: bool,
-}
-
-impl From<Problem> for Answer {
-    fn from(p: Problem) -> Self {
-        Self {
-            status: p.status.as_u16(),
-            body: p.body_bytes(),
-            replayed: false,
-            retry_after: p.retry_after,
-            committed: false,
-        }
-    }
-}
-
-impl Answer {
-    /// The 201 of the request that moved the money.
-    pub(crate) fn committed(body: Vec<u8>) -> Self {
-        Self {
-            status: 201,
-            body,
-            replayed: false,
-            retry_after: None,
-            committed: true,
-        }
-    }
-
-    /// A stored outcome answered again.
-    pub(crate) fn replay(status: u16, body: Vec<u8>) -> Self {
-        Self {
-            status,
-            body,
-            replayed: true,
-            retry_after: None,
-            committed: false,
-        }
-    }
-}
-
 /// Runs one transfer request to its answer. Spawned by the handler so a client that hangs
 /// up mid-request never leaves the work half done.
 pub async fn execute(
@@ -88,7 +39,7 @@ pub async fn execute(
 ) -> Answer {
     match run(&app, &caller, &key, &body, &hash).await {
         Ok(answer) => answer,
-        Err(e) => Problem::from_db(e).into(),
+        Err(e) => crate::problem::from_db(e).into(),
     }
 }
 
@@ -111,7 +62,7 @@ async fn run(
         .key_row_and_currency(caller.user_id.clone(), key.to_string(), recipient)
         .await?;
     if let Some(row) = row {
-        return Ok(answer_existing(row.into_existing(hash)));
+        return Ok(row.into_existing(hash).answer());
     }
     let transfer = match parsed.and_then(|p| validate::check(app, caller, p, currency)) {
         Ok(t) => t,
@@ -138,7 +89,7 @@ async fn run(
     let (claimed, balance) = claim(app, caller, key, body, hash, &lock_id, claimed_at).await?;
     match claimed {
         Claim::Acquired => app.note_claim(claimed_at),
-        Claim::Exists(existing) => return Ok(answer_existing(existing)),
+        Claim::Exists(existing) => return Ok(existing.answer()),
     }
 
     if app.faults.crash_after_key_insert() {
@@ -215,20 +166,7 @@ async fn answer_from_row(
         .store
         .key_row(caller.user_id.clone(), key.to_string())
         .await?;
-    Ok(row.map(|r| answer_existing(r.into_existing(hash))))
-}
-
-/// What a request gets when its key is already taken.
-fn answer_existing(existing: Existing) -> Answer {
-    match existing {
-        Existing::InProgress { same_request: true } => Problem::key_in_use().into(),
-        Existing::Completed {
-            same_request: true,
-            status,
-            body,
-        } => Answer::replay(status, body),
-        _ => Problem::key_reused().into(),
-    }
+    Ok(row.map(|r| r.into_existing(hash).answer()))
 }
 
 /// (1) Claims the key (the primary key decides a race, no read-then-write), and reads the
@@ -250,7 +188,7 @@ async fn claim(
             lock_id: lock_id.to_string(),
             body: body.to_vec(),
             now_ms,
-            bucket_width_ms: idempotency::bucket_width_ms(app.key_window_ms()),
+            bucket_width_ms: bucket_width_ms(app.key_window_ms()),
         })
         .await
 }

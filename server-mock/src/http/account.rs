@@ -6,9 +6,9 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
 use super::{authenticate, json, parse_json, read_body, require_json};
-use crate::problem::Problem;
 use crate::store::NewBeneficiary;
 use crate::App;
+use sendonce_server::Problem;
 
 #[derive(Serialize)]
 struct Wallet {
@@ -24,7 +24,7 @@ pub async fn wallet(State(app): State<App>, headers: HeaderMap) -> Result<Respon
         .store
         .balance(caller.user_id.clone())
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     Ok(json(
         StatusCode::OK,
         &Wallet {
@@ -82,7 +82,7 @@ pub async fn put_profile(State(app): State<App>, req: Request) -> Result<Respons
     app.store
         .set_display_name(caller.user_id.clone(), display_name.clone())
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     Ok(json(
         StatusCode::OK,
         &Profile {
@@ -130,7 +130,7 @@ pub async fn post_beneficiary(State(app): State<App>, req: Request) -> Result<Re
             max_per_user: MAX_BENEFICIARIES,
         })
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     let Some((created, row)) = outcome else {
         return Err(Problem::new(
             StatusCode::UNPROCESSABLE_ENTITY,

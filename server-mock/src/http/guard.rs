@@ -15,8 +15,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::require_json;
-use crate::problem::Problem;
 use crate::App;
+use sendonce_server::Problem;
 
 /// Middleware on every `/v1/test/*` and `/v1/bench/*` route.
 pub async fn test_api(State(app): State<App>, req: Request, next: Next) -> Response {

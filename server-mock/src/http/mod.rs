@@ -18,9 +18,9 @@ use axum::Router;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::problem::Problem;
-use crate::transfer::{Answer, Caller};
+use crate::transfer::Caller;
 use crate::App;
+use sendonce_server::Problem;
 
 /// Largest request body accepted anywhere.
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -122,7 +122,7 @@ pub(crate) async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Calle
         .store
         .caller(hash, now)
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     found.ok_or_else(Problem::unauthenticated)
 }
 
@@ -188,26 +188,5 @@ pub(crate) fn json<T: Serialize>(status: StatusCode, value: &T) -> Response {
         )
             .into_response(),
         Err(e) => Problem::internal(e).into_response(),
-    }
-}
-
-impl IntoResponse for Answer {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let content_type = if status.is_success() {
-            "application/json"
-        } else {
-            crate::problem::PROBLEM_JSON
-        };
-        let mut response = (status, self.body).into_response();
-        let headers = response.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-        if self.replayed {
-            headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
-        }
-        if let Some(secs) = self.retry_after {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
-        }
-        response
     }
 }

@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{authenticate, json, parse_json, read_body, require_json};
 use crate::faults::FaultPatch;
-use crate::problem::Problem;
 use crate::store::{self, Stats, UserChange};
 use crate::{reaper, transfer, App};
+use sendonce_server::Problem;
 
 /// Largest clock jump the test API makes, either way.
 const MAX_CLOCK_JUMP_MS: u64 = 10 * 366 * 86_400_000;
@@ -111,7 +111,7 @@ async fn create_user(State(app): State<App>, req: Request) -> Result<Response, P
             token_expires_at_ms: now.saturating_add(ttl),
         })
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     Ok(json(StatusCode::CREATED, &CreatedUser { user_id, token }))
 }
 
@@ -143,7 +143,7 @@ async fn change_user(
         .store
         .change_user(change, user_id)
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     if changed == 0 {
         return Err(Problem::new(
             StatusCode::NOT_FOUND,
@@ -223,7 +223,7 @@ async fn get_ledger(
         .store
         .ledger_page(after, limit)
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     Ok(json(StatusCode::OK, &entries))
 }
 
@@ -236,7 +236,7 @@ async fn get_sms(
         .store
         .sms_page(after, limit)
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     Ok(json(StatusCode::OK, &sms))
 }
 
@@ -257,14 +257,14 @@ async fn replay_outbox(State(app): State<App>, req: Request) -> Result<Response,
         .store
         .replay_outbox(body.from_event)
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     app.relay_wake.notify_one();
     Ok(json(StatusCode::OK, &Replayed { republished }))
 }
 
 /// Database counters, the gateway's included (its records survive restarts).
 async fn all_stats(app: &App) -> Result<Stats, Problem> {
-    app.store.stats().await.map_err(Problem::from_db)
+    app.store.stats().await.map_err(crate::problem::from_db)
 }
 
 async fn get_stats(State(app): State<App>) -> Result<Response, Problem> {
@@ -328,8 +328,8 @@ struct ReapResult {
 }
 
 async fn reap(State(app): State<App>) -> Result<Response, Problem> {
-    let p = reaper::pass(&app).await.map_err(Problem::from_db)?;
-    let trimmed = reaper::trim(&app).await.map_err(Problem::from_db)?;
+    let p = reaper::pass(&app).await.map_err(crate::problem::from_db)?;
+    let trimmed = reaper::trim(&app).await.map_err(crate::problem::from_db)?;
     Ok(json(
         StatusCode::OK,
         &ReapResult {
@@ -351,7 +351,11 @@ struct PlainCreated {
 /// plain INSERT with no idempotency (same connection, same `synchronous`).
 async fn bench_plain(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let row = bench_row(&app, req).await?;
-    let id = app.store.bench_plain(row).await.map_err(Problem::from_db)?;
+    let id = app
+        .store
+        .bench_plain(row)
+        .await
+        .map_err(crate::problem::from_db)?;
     Ok(json(StatusCode::CREATED, &PlainCreated { id }))
 }
 
@@ -367,7 +371,7 @@ async fn bench_floor(State(app): State<App>, req: Request) -> Result<Response, P
             "no bench floor on this backend",
         )
     })?;
-    let id = floor.await.map_err(Problem::from_db)?;
+    let id = floor.await.map_err(crate::problem::from_db)?;
     app.relay_wake.notify_one();
     Ok(json(StatusCode::CREATED, &PlainCreated { id }))
 }
@@ -388,6 +392,6 @@ async fn bench_row(app: &App, req: Request) -> Result<store::PlainRow, Problem> 
         currency: valid.currency,
         note: valid.note,
         now_ms,
-        bucket: now_ms.div_euclid(crate::idempotency::bucket_width_ms(app.key_window_ms())),
+        bucket: sendonce_server::expiry::bucket(now_ms, app.key_window_ms()),
     })
 }

@@ -10,45 +10,21 @@ use axum::response::{IntoResponse, Response};
 
 use super::{authenticate, read_body, require_json};
 use crate::faults::FailingBody;
-use crate::idempotency::{self, parse_key, KeyError};
 use crate::ledger;
-use crate::problem::Problem;
 use crate::serve::ConnKill;
-use crate::transfer::{self, Answer};
+use crate::transfer;
 use crate::App;
-
-/// Header carrying the client's idempotency key.
-pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+use sendonce_server::expiry::bucket_width_ms;
+use sendonce_server::fingerprint::request_hash;
+use sendonce_server::key::{self, KeyError};
+use sendonce_server::Answer;
+use sendonce_server::Problem;
 
 /// One request from the caller's quota, or 429.
 fn take_request(app: &App, caller: &transfer::Caller) -> Result<(), Problem> {
     app.quotas
         .request(&caller.user_id)
         .map_err(|wait| Problem::rate_limited("too many requests from this user", wait))
-}
-
-/// Reads the single `Idempotency-Key` header.
-fn key_from(headers: &HeaderMap) -> Result<String, Problem> {
-    let mut values = headers.get_all(IDEMPOTENCY_KEY).iter();
-    let result = match (values.next(), values.next()) {
-        (None, _) => Err(KeyError::Missing),
-        (Some(_), Some(_)) => Err(KeyError::Invalid("send exactly one Idempotency-Key header")),
-        (Some(v), None) => parse_key(v.as_bytes()),
-    };
-    result.map_err(key_problem)
-}
-
-fn key_problem(e: KeyError) -> Problem {
-    match e {
-        KeyError::Missing => Problem::new(
-            StatusCode::BAD_REQUEST,
-            "idempotency_key_missing",
-            "POST /v1/transfers requires an Idempotency-Key header",
-        ),
-        KeyError::Invalid(why) => {
-            Problem::new(StatusCode::BAD_REQUEST, "idempotency_key_invalid", why)
-        }
-    }
 }
 
 /// `POST /v1/transfers`.
@@ -58,11 +34,11 @@ pub async fn post_transfer(State(app): State<App>, req: Request) -> Result<Respo
     let caller = authenticate(&app, &parts.headers).await?;
     take_request(&app, &caller)?;
     require_json(&parts.headers)?;
-    let key = key_from(&parts.headers)?;
+    let key = key::from_headers(&parts.headers)?;
     let bytes = read_body(&parts.headers, body).await?.to_vec();
     // Validation runs inside `execute`, after a known key has answered from its row and
     // before a new key is claimed, so a validation failure stores nothing.
-    let hash = idempotency::request_hash("POST", parts.uri.path(), &bytes);
+    let hash = request_hash("POST", parts.uri.path(), &bytes);
 
     // Spawned: a client hanging up must not abandon a half-done transfer.
     let spawn = || {
@@ -140,7 +116,7 @@ pub async fn get_by_id(
         .store
         .debit_by_transfer(caller.user_id, transfer_id)
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     record
         .map(|r| transfer_response(&r))
         .ok_or_else(transfer_not_found)
@@ -157,13 +133,13 @@ pub async fn get_by_key(
     let Query(query) = query.map_err(|e| Problem::invalid(e.body_text()))?;
     let raw = query
         .get("idempotency_key")
-        .ok_or_else(|| key_problem(KeyError::Missing))?;
-    let key = parse_key(raw.as_bytes()).map_err(key_problem)?;
+        .ok_or_else(|| key::problem(KeyError::Missing))?;
+    let key = key::parse_key(raw.as_bytes()).map_err(key::problem)?;
     let mut found = app
         .store
         .lookup(caller.user_id.clone(), key.clone())
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     if matches!(found, Err(None)) {
         // Closing writes a key row, so it counts against the keys per hour like a POST.
         app.quotas.new_key(&caller.user_id).map_err(|wait| {
@@ -172,13 +148,13 @@ pub async fn get_by_key(
         // "Not executed" must stay true: close the key in the same write that checks the
         // ledger again, so no late duplicate of the request can move money after this 404.
         let now = app.clock.now_ms();
-        let width = idempotency::bucket_width_ms(app.key_window_ms());
+        let width = bucket_width_ms(app.key_window_ms());
         let body = transfer_not_found().body_bytes();
         found = app
             .store
             .close_unexecuted(caller.user_id, key, now, width, body)
             .await
-            .map_err(Problem::from_db)?;
+            .map_err(crate::problem::from_db)?;
     }
     match found {
         Ok(record) => Ok(transfer_response(&record)),

@@ -8,17 +8,16 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-// tokio's instant: the real one, except in a deterministic ride (paused clock).
-use tokio::time::Instant;
 
 use serde::Serialize;
 
 use crate::db::DbError;
 use crate::gateway::Authorization;
-use crate::idempotency::{Claim, KeyRow};
 use crate::ledger::{EntryJson, TransferRecord};
 use crate::reaper::{Resolved, Stuck};
-use crate::transfer::{Answer, Caller, Rules};
+use crate::transfer::{Caller, Rules};
+pub use sendonce_server::Instance;
+use sendonce_server::{Answer, Claim, KeyRow};
 
 pub mod postgres;
 pub mod sqlite;
@@ -45,36 +44,6 @@ pub struct RelayRound {
 
 /// What a look-up by key found: the debit (money moved), else the key row if any.
 pub type Lookup = Result<TransferRecord, Option<KeyRow>>;
-
-/// Who this server process is, for the locks it takes (see [`crate::idempotency::Lease`]).
-#[derive(Debug, Clone)]
-pub struct Instance {
-    /// Random id of this process (one per start).
-    pub id: Arc<str>,
-    /// When it started: lease ages are measured from it, never from the wall clock.
-    pub started: Instant,
-}
-
-impl Instance {
-    /// A new identity for a process starting now.
-    pub fn new() -> Self {
-        Self {
-            id: uuid::Uuid::new_v4().simple().to_string().into(),
-            started: Instant::now(),
-        }
-    }
-
-    /// Milliseconds since this process started (monotonic).
-    pub fn mono_ms(&self) -> i64 {
-        i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX)
-    }
-}
-
-impl Default for Instance {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 /// A key claim as the transfer pipeline asks for it (the store adds the lease).
 #[derive(Debug, Clone)]
@@ -239,7 +208,7 @@ impl PlainRow {
             idempotency_key: uuid::Uuid::new_v4().to_string(),
         };
         let body = record.to_json();
-        let hash = crate::idempotency::request_hash("POST", "/v1/transfers", &body);
+        let hash = sendonce_server::fingerprint::request_hash("POST", "/v1/transfers", &body);
         FloorTransfer { record, body, hash }
     }
 }

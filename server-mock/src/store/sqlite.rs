@@ -11,11 +11,13 @@ use super::{
 };
 use crate::db::{Db, DbError, Durability};
 use crate::gateway::{self, Authorization};
-use crate::idempotency::{self, Claim, KeyRow, Lease, NewKey};
+use crate::idempotency::{self, NewKey};
 use crate::ledger::{self, EntryJson, TransferRecord};
 use crate::outbox;
 use crate::reaper::{self, Resolved, Stuck};
-use crate::transfer::{self, Answer, Caller, Rules};
+use crate::transfer::{self, Caller, Rules};
+use sendonce_server::Answer;
+use sendonce_server::{Claim, KeyRow, Lease};
 
 /// Key rows removed per expiry transaction (between chunks other writes go through).
 const EXPIRE_CHUNK: usize = 1_000;

@@ -5,8 +5,8 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 
 use super::Caller;
-use crate::problem::Problem;
 use crate::App;
+use sendonce_server::Problem;
 
 /// Largest amount accepted, in minor units.
 pub const MAX_AMOUNT_MINOR: i64 = 1_000_000_000_000;
@@ -49,7 +49,7 @@ pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTr
         .store
         .user_currency(parsed.to_user_id.clone())
         .await
-        .map_err(Problem::from_db)?;
+        .map_err(crate::problem::from_db)?;
     check_recipient(parsed, recipient_currency)
 }
 

@@ -12,8 +12,9 @@ use super::{in_transaction, is_conflict, opt, retrying, sqlstate, PgStore};
 use crate::db::DbError;
 use crate::gateway::Settle;
 use crate::ledger::TransferRecord;
-use crate::problem::Problem;
-use crate::transfer::{self, Answer, Authorised, Rules};
+use crate::transfer::{self, Authorised, Rules};
+use sendonce_server::Answer;
+use sendonce_server::Problem;
 
 const DEBIT_COLUMNS: &str =
     "transfer_id, user_id, counterparty, amount_minor, currency, note, created_at_ms, idem_key";

@@ -30,10 +30,11 @@ use super::{
 use crate::config::DbTimeouts;
 use crate::db::DbError;
 use crate::gateway::Authorization;
-use crate::idempotency::{Claim, KeyRow};
 use crate::ledger::{EntryJson, TransferRecord};
 use crate::reaper::{Resolved, Stuck};
-use crate::transfer::{Answer, Caller, Rules};
+use crate::transfer::{Caller, Rules};
+use sendonce_server::Answer;
+use sendonce_server::{Claim, KeyRow};
 
 mod accounts;
 mod broker_relay;

@@ -17,7 +17,7 @@ use deadpool_postgres::Pool;
 
 use super::is_transient;
 use crate::db::DbError;
-use crate::idempotency::bucket_width_ms;
+use sendonce_server::expiry::bucket_width_ms;
 
 /// Buckets created ahead of the current one (a week of day buckets).
 pub const AHEAD: i64 = 7;

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use super::*;
-use crate::problem::Problem;
 
 /// A store on a fresh database of the test cluster, or `None` without one.
 pub(super) async fn fresh(pool_size: usize) -> Option<PgStore> {
@@ -54,7 +53,7 @@ async fn a_forced_serialization_failure_is_retried_and_then_given_up() {
     let e = always.unwrap_err();
     assert!(matches!(e, DbError::Conflict(MAX_ATTEMPTS)), "{e}");
     assert_eq!(
-        Problem::from_db(e).status.as_u16(),
+        crate::problem::from_db(e).status.as_u16(),
         503,
         "a bounded 503, not a 500"
     );
@@ -151,7 +150,7 @@ async fn an_exhausted_pool_answers_busy_not_a_hang() {
     let held = store.client().await.unwrap();
     let e = store.balance("u".into()).await.unwrap_err();
     assert!(matches!(e, DbError::Busy), "{e}");
-    let p = Problem::from_db(e);
+    let p = crate::problem::from_db(e);
     assert_eq!((p.status.as_u16(), p.retry_after), (503, Some(1)));
     drop(held);
     assert_eq!(store.balance("u".into()).await.unwrap(), 0, "usable again");
