@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rusqlite::params;
+use sendonce_server::store::sqlite::keys;
 use server_mock::db::Db;
-use server_mock::idempotency;
 
 use crate::report::{r3, Report, Row};
 use crate::server::{self, User};
@@ -159,7 +159,7 @@ async fn expiry_cost(dir: &Path, sizes: &[usize], rounds: usize) -> serde_json::
             let (ms, expired) = db
                 .call(move |c| {
                     let t = Instant::now();
-                    let n = idempotency::expire(c, now, window)?;
+                    let n = keys::expire(c, now, window)?;
                     Ok((t.elapsed().as_secs_f64() * 1e3, n))
                 })
                 .await

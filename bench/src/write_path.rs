@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use rusqlite::{params, Connection, TransactionBehavior};
 use sendonce_server::fingerprint::request_hash;
+use sendonce_server::store::sqlite::keys::{self, NewKey};
 use sendonce_server::{Claim, Lease};
 use server_mock::consumers::{Consumer, TransferDone};
-use server_mock::idempotency::{self, NewKey};
 use server_mock::ledger::{self, TransferRecord};
 
 use crate::report::{r3, Report, Row};
@@ -72,7 +72,7 @@ fn one(
     let hash = request_hash("POST", "/v1/transfers", key.as_bytes());
     let now = 1_700_000_000_000 + n as i64;
     sync(c, !claim_normal)?;
-    let claimed = idempotency::claim(
+    let claimed = keys::claim(
         c,
         &NewKey {
             user_id: user,
@@ -109,7 +109,7 @@ fn one(
         params![record.transfer_id, String::from_utf8_lossy(&body), now],
     )?;
     let event = tx.last_insert_rowid();
-    idempotency::complete(&tx, user, &key, &lock, 201, &body)?;
+    keys::complete(&tx, user, &key, &lock, 201, &body)?;
     tx.commit()?;
     // The relay, for a batch of one (what a single client sees).
     let done: TransferDone = serde_json::from_slice(&body)?;

@@ -3,8 +3,8 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Deserialize;
 
-use crate::db::DbError;
 use crate::ledger::{self, TransferRecord};
+use sendonce_server::store::DbError;
 
 /// The `TransferDone` event as published (the transfer's JSON).
 #[derive(Debug, Clone, Deserialize)]
@@ -69,7 +69,7 @@ impl Consumer {
         events: &[(i64, TransferDone)],
         now_ms: i64,
     ) -> Result<usize, DbError> {
-        crate::db::atomically(conn, |tx| self.handle_in(tx, events, now_ms))
+        sendonce_server::store::sqlite::atomically(conn, |tx| self.handle_in(tx, events, now_ms))
     }
 
     fn handle_in(

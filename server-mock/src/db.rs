@@ -5,6 +5,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
+use sendonce_server::store::DbError;
 use tokio::sync::oneshot;
 
 use crate::schema;
@@ -12,42 +13,6 @@ use crate::schema;
 mod group;
 
 use group::{GroupJob, Job, Write};
-
-/// Errors from the storage layer.
-#[derive(Debug, thiserror::Error)]
-pub enum DbError {
-    /// SQLite reported an error.
-    #[error("sqlite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    /// The blocking task running the query failed (panicked or was cancelled).
-    #[error("database task failed: {0}")]
-    Task(String),
-    /// The writer's queue is full (SQLite) or no pooled connection came free in time
-    /// (PostgreSQL): the caller should answer 503 and let the client retry.
-    #[error("the database writer is busy")]
-    Busy,
-    /// PostgreSQL reported an error.
-    #[error("postgres: {0}")]
-    Postgres(#[from] tokio_postgres::Error),
-    /// A transaction kept failing on serialization conflicts or deadlocks.
-    #[error("gave up after {0} conflicting attempts")]
-    Conflict(u32),
-    /// The SQLite file's disk is full: the transaction rolled back, and the same writes can
-    /// succeed once space returns.
-    #[error("the database's disk is full")]
-    DiskFull,
-}
-
-impl DbError {
-    /// Whether this is SQLite's disk running full, however it was reported.
-    pub fn is_disk_full(&self) -> bool {
-        match self {
-            DbError::DiskFull => true,
-            DbError::Sqlite(e) => e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull),
-            _ => false,
-        }
-    }
-}
 
 /// Shared handle to the database: one writer connection and one reader connection.
 ///
@@ -257,37 +222,10 @@ fn create_private(path: &str) -> Result<(), DbError> {
     }
 }
 
-/// Runs `f` as one transaction: its own on a connection outside any (a bare connection),
-/// or as part of the caller's — a group job is rolled back as a whole when it fails (see
-/// [`group`]), so no SAVEPOINT, and no sub-journal copy of every page it touches, is needed.
-/// Callers that run `f` inside their own transaction must roll back when it fails.
-pub(crate) fn atomically<T>(
-    conn: &mut Connection,
-    f: impl FnOnce(&Connection) -> Result<T, DbError>,
-) -> Result<T, DbError> {
-    if !conn.is_autocommit() {
-        return f(conn);
-    }
-    let tx = conn.transaction()?;
-    let out = f(&tx)?;
-    tx.commit()?;
-    Ok(out)
-}
-
 /// Runs one cached statement without parameters.
 fn exec(c: &Connection, sql: &str) -> Result<(), rusqlite::Error> {
     c.prepare_cached(sql)?.execute([])?;
     Ok(())
-}
-
-/// True when `e` is a UNIQUE / PRIMARY KEY constraint violation.
-pub fn is_unique_violation(e: &rusqlite::Error) -> bool {
-    matches!(
-        e,
-        rusqlite::Error::SqliteFailure(f, _)
-            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
-                || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
-    )
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::db::DbError;
 use crate::store::Store;
+use sendonce_server::store::DbError;
 
 /// What the gateway returned for a key.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,6 @@ pub mod db;
 pub mod faults;
 pub mod gateway;
 mod http;
-pub mod idempotency;
 pub mod ledger;
 pub mod outbox;
 pub mod problem;
@@ -36,8 +35,8 @@ pub use config::{parse_duration, Secret, ServerConfig};
 pub use http::MAX_BODY_BYTES;
 
 use clock::Clock;
-use db::DbError;
 use faults::Faults;
+use sendonce_server::store::DbError;
 use store::{Instance, SharedStore};
 
 /// Shared state of one server instance.

@@ -6,8 +6,8 @@ use rusqlite::{params, Connection};
 use tokio::sync::watch;
 
 use crate::consumers::{Consumer, TransferDone};
-use crate::db::DbError;
 use crate::App;
+use sendonce_server::store::DbError;
 
 /// Events handled per database call, so other requests get the connection in between.
 pub const BATCH: usize = 64;

@@ -7,13 +7,17 @@ use sendonce_server::Problem;
 /// came free, SQLite's disk is full, or PostgreSQL gave up waiting (a lock or statement timeout, a session it
 /// ended: the transaction rolled back, or — a session lost during its COMMIT — its
 /// outcome is for the retry with the same key to find); else [`Problem::internal`].
-pub fn from_db(e: crate::db::DbError) -> Problem {
+pub fn from_db(e: sendonce_server::store::DbError) -> Problem {
     match e {
-        crate::db::DbError::Postgres(ref pg) if crate::store::postgres::is_transient(pg) => {
+        sendonce_server::store::DbError::Postgres(ref pg)
+            if crate::store::postgres::is_transient(pg) =>
+        {
             tracing::warn!(%e, "PostgreSQL gave up waiting; answering 503");
             Problem::busy()
         }
-        crate::db::DbError::Busy | crate::db::DbError::Conflict(_) => Problem::busy(),
+        sendonce_server::store::DbError::Busy | sendonce_server::store::DbError::Conflict(_) => {
+            Problem::busy()
+        }
         // The SQLite file's disk is full (reported by the group's commit, or by a statement):
         // the transaction rolled back, nothing of it is stored, and the same request succeeds
         // once space returns.

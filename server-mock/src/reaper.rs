@@ -5,9 +5,10 @@ use std::time::Duration;
 use rusqlite::{params, Connection};
 use tokio::sync::watch;
 
-use crate::db::DbError;
 use crate::retention::{Trimmed, TRIM_CHUNK};
-use crate::{gateway, idempotency, ledger, transfer, App};
+use crate::{gateway, ledger, transfer, App};
+use sendonce_server::store::sqlite::keys;
+use sendonce_server::store::DbError;
 
 /// What one reaper pass did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -173,7 +174,7 @@ pub(crate) fn resolve(
     now_ms: i64,
     rules: transfer::Rules,
 ) -> Result<Resolved, DbError> {
-    if !idempotency::holds(conn, &s.user, &s.key, &s.lock_id)? {
+    if !keys::holds(conn, &s.user, &s.key, &s.lock_id)? {
         return Ok(Resolved::Moved);
     }
     if let Some((record, stored_hash)) = ledger::debit_by_key(conn, &s.user, &s.key)? {
@@ -183,11 +184,11 @@ pub(crate) fn resolve(
         // moved for another body.
         // Either way, an authorisation this holder took after that debit is not used.
         if stored_hash != s.hash {
-            idempotency::release(conn, &s.user, &s.key, &s.lock_id)?;
+            keys::release(conn, &s.user, &s.key, &s.lock_id)?;
             gateway::settle(conn, &s.user, &s.key, now_ms, gateway::Settle::UnlessHeld)?;
             return Ok(Resolved::Released);
         }
-        idempotency::complete(conn, &s.user, &s.key, &s.lock_id, 201, &record.to_json())?;
+        keys::complete(conn, &s.user, &s.key, &s.lock_id, 201, &record.to_json())?;
         gateway::settle(conn, &s.user, &s.key, now_ms, gateway::Settle::UnlessHeld)?;
         return Ok(Resolved::Completed);
     }
@@ -203,7 +204,7 @@ pub(crate) fn resolve(
             Ok(Resolved::Finished)
         }
         _ => {
-            idempotency::release(conn, &s.user, &s.key, &s.lock_id)?;
+            keys::release(conn, &s.user, &s.key, &s.lock_id)?;
             Ok(Resolved::Released)
         }
     }
@@ -289,9 +290,9 @@ mod tests {
         let (moved, nothing, authorised, debit) = db
             .call(|c| {
                 Ok((
-                    idempotency::read(c, "u1", "moved")?,
-                    idempotency::read(c, "u1", "nothing")?,
-                    idempotency::read(c, "u1", "authorised")?,
+                    keys::read(c, "u1", "moved")?,
+                    keys::read(c, "u1", "nothing")?,
+                    keys::read(c, "u1", "authorised")?,
                     ledger::debit_by_key(c, "u1", "authorised")?,
                 ))
             })
@@ -340,7 +341,7 @@ mod tests {
         loop {
             let n = db
                 .write(Durability::Full, move |c| {
-                    idempotency::expire_chunk(c, 6_000, window, EXPIRE_CHUNK)
+                    keys::expire_chunk(c, 6_000, window, EXPIRE_CHUNK)
                 })
                 .await
                 .unwrap();

@@ -16,7 +16,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection};
 
 use crate::consumers::Consumer;
-use crate::db::DbError;
+use sendonce_server::store::DbError;
 
 /// Rows removed per statement: small enough that requests' commits pass in between.
 pub const TRIM_CHUNK: i64 = 512;

@@ -2,7 +2,8 @@
 
 use rusqlite::Connection;
 
-use crate::db::DbError;
+use sendonce_server::store::sqlite::keys;
+use sendonce_server::store::DbError;
 
 pub(crate) const SCHEMA: &str = r#"
 -- `token` holds "sha256:" + the hex SHA-256 of the bearer token, never the token itself.
@@ -14,38 +15,6 @@ CREATE TABLE IF NOT EXISTS users (
     created_at_ms       INTEGER NOT NULL,
     token_expires_at_ms INTEGER
 );
-
--- The primary key decides races between concurrent first requests.
-CREATE TABLE IF NOT EXISTS idempotency_keys (
-    user_id         TEXT NOT NULL,
-    idem_key        TEXT NOT NULL,
-    request_hash    BLOB NOT NULL,
-    -- CHECKs with `=`/`OR`, not `IN (…)`: SQLite builds a temporary table for an IN list on
-    -- every insert or update that checks it (files made before keep the IN form).
-    state           TEXT NOT NULL CHECK (state = 'in_progress' OR state = 'completed'),
-    lock_id         TEXT NOT NULL,
-    locked_at_ms    INTEGER NOT NULL,
-    -- The lease, in the holder's monotonic time: which server process holds the lock and
-    -- when (ms since that process started), so a wall-clock jump cannot expire it.
-    lock_instance   TEXT NOT NULL DEFAULT '',
-    lock_mono_ms    INTEGER NOT NULL DEFAULT 0,
-    -- The exact request body, so the reaper can finish a transfer the gateway authorised.
-    request_body    BLOB,
-    created_at_ms   INTEGER NOT NULL,
-    bucket          INTEGER NOT NULL,
-    response_status INTEGER,
-    response_body   BLOB,
-    PRIMARY KEY (user_id, idem_key)
-) WITHOUT ROWID;
--- Expiry deletes whole buckets; the reaper scans stuck keys.
--- (bucket, created_at_ms): new keys append at the index's right end instead of landing on a
--- random leaf (keys are random UUIDs), one page written per group commit instead of one per
--- request. The stuck-key index holds only IN_PROGRESS rows, so it stays a few pages.
-DROP INDEX IF EXISTS idempotency_keys_bucket;
-DROP INDEX IF EXISTS idempotency_keys_stuck;
-CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys (bucket, created_at_ms);
-CREATE INDEX IF NOT EXISTS idempotency_keys_in_progress
-    ON idempotency_keys (locked_at_ms) WHERE state = 'in_progress';
 
 -- The simulated gateway's own records: one authorisation per (user, key), kept across
 -- restarts, so a repeated gateway step gets the same authorisation back. `captured_at_ms`
@@ -183,7 +152,7 @@ CREATE TABLE IF NOT EXISTS bench_plain (
 
 /// Creates every table (idempotent) and runs the migrations.
 pub(crate) fn create(conn: &Connection) -> Result<(), DbError> {
-    migrate_key_lease(conn)?;
+    keys::create(conn)?;
     migrate_token_hashes(conn)?;
     migrate_gateway(conn)?;
     conn.execute_batch(SCHEMA)?;
@@ -232,26 +201,6 @@ fn migrate_token_hashes(conn: &Connection) -> Result<(), DbError> {
             "UPDATE users SET token = ?2 WHERE user_id = ?1",
             rusqlite::params![user, crate::auth::token_hash(&token)],
         )?;
-    }
-    Ok(())
-}
-
-/// Adds the lease and body columns to a key table made before them. Old rows get an
-/// empty `lock_instance`: no live process holds them, so the reaper resolves them.
-fn migrate_key_lease(conn: &Connection) -> Result<(), DbError> {
-    let has = |col: &str| -> Result<Option<bool>, DbError> {
-        let mut st = conn.prepare("SELECT name FROM pragma_table_info('idempotency_keys')")?;
-        let cols: Vec<String> = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
-        Ok((!cols.is_empty()).then(|| cols.iter().any(|c| c == col)))
-    };
-    for (col, ddl) in [
-        ("lock_instance", "lock_instance TEXT NOT NULL DEFAULT ''"),
-        ("lock_mono_ms", "lock_mono_ms INTEGER NOT NULL DEFAULT 0"),
-        ("request_body", "request_body BLOB"),
-    ] {
-        if has(col)? == Some(false) {
-            conn.execute_batch(&format!("ALTER TABLE idempotency_keys ADD COLUMN {ddl}"))?;
-        }
     }
     Ok(())
 }

@@ -3,13 +3,13 @@
 
 use axum::http::StatusCode;
 
-use crate::db::DbError;
 use crate::gateway::{self, Settle};
-use crate::idempotency;
 use crate::ledger::{self, TransferRecord};
 use crate::store::NewClaim;
 use crate::App;
 use sendonce_server::expiry::bucket_width_ms;
+use sendonce_server::store::sqlite::keys;
+use sendonce_server::store::DbError;
 use sendonce_server::Problem;
 use sendonce_server::{Answer, Claim};
 
@@ -289,7 +289,9 @@ pub(crate) fn commit_transfer(
     lock_id: &str,
     rules: Rules,
 ) -> Result<Answer, DbError> {
-    crate::db::atomically(conn, |tx| commit_in(tx, record, hash, lock_id, rules))
+    sendonce_server::store::sqlite::atomically(conn, |tx| {
+        commit_in(tx, record, hash, lock_id, rules)
+    })
 }
 
 fn commit_in(
@@ -304,7 +306,7 @@ fn commit_in(
         record.idempotency_key.as_str(),
     );
     let now = record.created_at_ms;
-    if rules.fenced && !idempotency::holds(tx, user, key, lock_id)? {
+    if rules.fenced && !keys::holds(tx, user, key, lock_id)? {
         tracing::warn!(key, "lock lost before the debit: nothing moved");
         // Asleep in the gateway past its lease, this request may have written the key's
         // authorisation after the key got its outcome (a look-up's 404, a retry's 402):
@@ -317,10 +319,10 @@ fn commit_in(
         // reaped while an earlier attempt was still running). Answer from the ledger.
         let answer = if stored_hash == hash {
             let body = existing.to_json();
-            idempotency::complete(tx, user, key, lock_id, 201, &body)?;
+            keys::complete(tx, user, key, lock_id, 201, &body)?;
             Answer::replay(201, body)
         } else {
-            idempotency::release(tx, user, key, lock_id)?;
+            keys::release(tx, user, key, lock_id)?;
             Problem::key_reused().into()
         };
         gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
@@ -329,28 +331,28 @@ fn commit_in(
     let balance = ledger::balance(tx, user)?;
     if balance < record.amount_minor {
         let problem = insufficient_funds(balance, record.amount_minor);
-        idempotency::complete(tx, user, key, lock_id, 402, &problem.body_bytes())?;
+        keys::complete(tx, user, key, lock_id, 402, &problem.body_bytes())?;
         gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
         return Ok(problem.into());
     }
     let recipient = ledger::balance(tx, &record.to_user_id)?;
     if recipient_full(recipient, record.amount_minor, rules.max_balance) {
         let problem = recipient_balance_limit();
-        idempotency::complete(tx, user, key, lock_id, 422, &problem.body_bytes())?;
+        keys::complete(tx, user, key, lock_id, 422, &problem.body_bytes())?;
         gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
         return Ok(problem.into());
     }
     if rules.authorised == Authorised::No {
         // Money arrived since the pre-check: no debit without the gateway. The retry runs
         // the whole path.
-        idempotency::release(tx, user, key, lock_id)?;
+        keys::release(tx, user, key, lock_id)?;
         return Ok(Problem::key_in_use().into());
     }
     ledger::insert_debit(tx, record, hash)?;
     gateway::capture(tx, user, key, now)?;
     let body = record.to_json();
     crate::outbox::insert_transfer_done(tx, record, &body)?;
-    idempotency::complete(tx, user, key, lock_id, 201, &body)?;
+    keys::complete(tx, user, key, lock_id, 201, &body)?;
     Ok(Answer::committed(body))
 }
 

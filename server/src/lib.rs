@@ -18,6 +18,7 @@ pub mod fingerprint;
 pub mod key;
 pub mod lease;
 pub mod problem;
+pub mod store;
 
 pub use answer::Answer;
 pub use decision::{Claim, Existing, KeyRow};

@@ -23,7 +23,8 @@ use std::sync::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::{exec, Db, DbError, Durability};
+use super::{exec, Db, Durability};
+use sendonce_server::store::DbError;
 
 /// Most jobs run in one group transaction.
 const MAX_GROUP: usize = 128;

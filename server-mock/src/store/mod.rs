@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::db::DbError;
 use crate::gateway::Authorization;
 use crate::ledger::{EntryJson, TransferRecord};
 use crate::reaper::{Resolved, Stuck};
 use crate::transfer::{Caller, Rules};
+use sendonce_server::store::DbError;
 pub use sendonce_server::Instance;
 use sendonce_server::{Answer, Claim, KeyRow};
 

@@ -9,13 +9,14 @@ use super::{
     Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, NewUser,
     PlainRow, Sms, Stats, Store, UserChange,
 };
-use crate::db::{Db, DbError, Durability};
+use crate::db::{Db, Durability};
 use crate::gateway::{self, Authorization};
-use crate::idempotency::{self, NewKey};
 use crate::ledger::{self, EntryJson, TransferRecord};
 use crate::outbox;
 use crate::reaper::{self, Resolved, Stuck};
 use crate::transfer::{self, Caller, Rules};
+use sendonce_server::store::sqlite::keys::{self, NewKey};
+use sendonce_server::store::DbError;
 use sendonce_server::Answer;
 use sendonce_server::{Claim, KeyRow, Lease};
 
@@ -130,7 +131,7 @@ impl Store for SqliteStore {
     }
 
     fn key_row(&self, user_id: String, key: String) -> Fut<'_, Option<KeyRow>> {
-        Box::pin(self.db.read(move |c| idempotency::read(c, &user_id, &key)))
+        Box::pin(self.db.read(move |c| keys::read(c, &user_id, &key)))
     }
 
     fn claim(&self, k: NewClaim) -> Fut<'_, Claim> {
@@ -144,7 +145,7 @@ impl Store for SqliteStore {
         // the key (same authorisation, no second charge). Any answer given meanwhile from
         // this row is 409 / 422, never a 201: completed rows are only written by FULL commits.
         Box::pin(self.db.write(Durability::Normal, move |c| {
-            idempotency::claim(
+            keys::claim(
                 c,
                 &NewKey {
                     user_id: &k.user_id,
@@ -192,7 +193,7 @@ impl Store for SqliteStore {
 
     fn release(&self, user_id: String, key: String, lock_id: String, now_ms: i64) -> Fut<'_, ()> {
         Box::pin(self.db.write(Durability::Full, move |c| {
-            idempotency::release(c, &user_id, &key, &lock_id)?;
+            keys::release(c, &user_id, &key, &lock_id)?;
             gateway::settle(c, &user_id, &key, now_ms, gateway::Settle::UnlessHeld)?;
             Ok(())
         }))
@@ -214,8 +215,7 @@ impl Store for SqliteStore {
             if let Some((record, _)) = ledger::debit_by_key(c, &user_id, &key)? {
                 return Ok(Ok(record));
             }
-            let closed =
-                idempotency::close_unexecuted(c, &user_id, &key, now_ms, bucket_width_ms, &body)?;
+            let closed = keys::close_unexecuted(c, &user_id, &key, now_ms, bucket_width_ms, &body)?;
             // "Not executed" is final: an authorisation a lost request left is voided.
             gateway::settle(c, &user_id, &key, now_ms, gateway::Settle::UnlessHeld)?;
             Ok(Err(closed))
@@ -256,7 +256,7 @@ impl Store for SqliteStore {
                 let n = self
                     .db
                     .write(Durability::Full, move |c| {
-                        idempotency::expire_chunk(c, now_ms, key_window_ms, EXPIRE_CHUNK)
+                        keys::expire_chunk(c, now_ms, key_window_ms, EXPIRE_CHUNK)
                     })
                     .await?;
                 expired += n;
@@ -416,7 +416,7 @@ fn lookup(c: &Connection, user: &str, key: &str) -> Result<Lookup, DbError> {
     if let Some((record, _)) = ledger::debit_by_key(c, user, key)? {
         return Ok(Ok(record));
     }
-    Ok(Err(idempotency::read(c, user, key)?))
+    Ok(Err(keys::read(c, user, key)?))
 }
 
 fn stats(c: &Connection) -> Result<Stats, DbError> {

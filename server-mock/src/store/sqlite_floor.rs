@@ -11,9 +11,10 @@
 use rusqlite::params;
 
 use super::{FloorTransfer, Instance, PlainRow};
-use crate::db::{Db, DbError, Durability};
+use crate::db::{Db, Durability};
 use crate::outbox;
 use crate::{gateway, ledger};
+use sendonce_server::store::DbError;
 
 /// One first request's floor; returns the outbox event id.
 pub(super) async fn first_request(

@@ -9,8 +9,8 @@
 //! the claim (the mark fails, the batch goes out again: a duplicate, never a loss).
 
 use super::PgStore;
-use crate::db::DbError;
 use crate::store::{Publish, RelayRound};
+use sendonce_server::store::DbError;
 
 /// The oldest free events, locked against every other relay until this one commits.
 const CLAIM: &str = "SELECT event_id, payload FROM outbox WHERE NOT published

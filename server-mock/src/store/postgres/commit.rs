@@ -9,10 +9,10 @@ use tokio_postgres::Row;
 
 use super::keys::{complete, hold, release, settle, HOLD};
 use super::{in_transaction, is_conflict, opt, retrying, sqlstate, PgStore};
-use crate::db::DbError;
 use crate::gateway::Settle;
 use crate::ledger::TransferRecord;
 use crate::transfer::{self, Authorised, Rules};
+use sendonce_server::store::DbError;
 use sendonce_server::Answer;
 use sendonce_server::Problem;
 

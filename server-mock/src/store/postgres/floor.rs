@@ -15,8 +15,8 @@
 
 use super::keys::with_partition;
 use super::{exec, opt, PgStore};
-use crate::db::DbError;
 use crate::store::{FloorTransfer, PlainRow};
+use sendonce_server::store::DbError;
 
 /// The contract's claim: key lock, look-up in every partition, insert (schema.rs).
 const CLAIM: &str = "SELECT sendonce_claim_key($1, $2, $3, $4, $5, $6, $7, 0, $8)";

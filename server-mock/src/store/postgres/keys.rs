@@ -7,11 +7,11 @@ use tokio_postgres::error::SqlState;
 
 use super::commit::{commit_in, debit_by_key};
 use super::{exec, in_transaction, opt, partitions, retrying, rows, sqlstate, PgStore};
-use crate::db::DbError;
 use crate::gateway::{Authorization, Settle};
 use crate::reaper::{Resolved, Stuck};
 use crate::store::{Instance, Lookup, NewClaim};
 use crate::transfer::{self, Rules};
+use sendonce_server::store::DbError;
 use sendonce_server::{Claim, Existing, KeyRow};
 
 /// Serialises every insert of one (user, key) across partitions: a key retried across

@@ -18,7 +18,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, PoolError, RecyclingMethod};
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
@@ -28,11 +28,11 @@ use super::{
     Stats, Store, UserChange,
 };
 use crate::config::DbTimeouts;
-use crate::db::DbError;
 use crate::gateway::Authorization;
 use crate::ledger::{EntryJson, TransferRecord};
 use crate::reaper::{Resolved, Stuck};
 use crate::transfer::{Caller, Rules};
+use sendonce_server::store::DbError;
 use sendonce_server::Answer;
 use sendonce_server::{Claim, KeyRow};
 
@@ -73,7 +73,7 @@ macro_rules! in_transaction {
                 .await?;
             let out = $body;
             $tx.commit().await?;
-            Ok::<_, $crate::db::DbError>(out)
+            Ok::<_, ::sendonce_server::store::DbError>(out)
         })
         .await
     }};
@@ -126,16 +126,6 @@ pub struct PgStore {
 impl Drop for PgStore {
     fn drop(&mut self) {
         self.heartbeat.abort();
-    }
-}
-
-impl From<PoolError> for DbError {
-    fn from(e: PoolError) -> Self {
-        match e {
-            PoolError::Timeout(_) => DbError::Busy,
-            PoolError::Backend(e) => DbError::Postgres(e),
-            other => DbError::Task(format!("connection pool: {other}")),
-        }
     }
 }
 

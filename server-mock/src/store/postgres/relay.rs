@@ -13,8 +13,8 @@ use tokio_postgres::types::ToSql;
 
 use super::rows;
 use crate::consumers::{self, TransferDone};
-use crate::db::DbError;
 use crate::outbox::{self, BATCH};
+use sendonce_server::store::DbError;
 
 /// The free events, oldest first, each with its sender's display name as it is now (the
 /// SMS names the sender); locked so no other relay takes them.

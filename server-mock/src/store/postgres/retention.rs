@@ -9,8 +9,8 @@ use deadpool_postgres::GenericClient;
 
 use super::exec;
 use crate::consumers::Consumer;
-use crate::db::DbError;
 use crate::retention::{Cutoffs, Trimmed, TRIM_CHUNK};
+use sendonce_server::store::DbError;
 
 /// Removes up to [`TRIM_CHUNK`] rows of each kind (per consumer for the inbox).
 pub(super) async fn trim_chunk<C: GenericClient>(c: &C, cut: Cutoffs) -> Result<Trimmed, DbError> {

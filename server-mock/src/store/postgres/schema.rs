@@ -1,6 +1,6 @@
 //! The PostgreSQL tables: the SQLite schema's twins, with the key table partitioned by day.
 
-use crate::db::DbError;
+use sendonce_server::store::DbError;
 
 /// Advisory lock id that serialises schema creation between instances starting at once
 /// (`CREATE ... IF NOT EXISTS` is not safe against a concurrent twin).

@@ -1,13 +1,13 @@
-//! The key table on SQLite: claim, fence, complete, release, close, expire. What a key
-//! and a fingerprint are, and what a row already there answers, is the library's
-//! (`sendonce_server`).
+//! The key table on SQLite: its DDL and every statement on it — claim, fence, complete,
+//! release, close, expire. What a key and a fingerprint are, and what a row already there
+//! answers, is decided once for every store ([`crate::decision`]).
 
+use super::atomically;
+use crate::decision::{Claim, Existing, KeyRow};
+use crate::expiry::first_kept_bucket;
+use crate::lease::Lease;
+use crate::store::DbError;
 use rusqlite::{params, Connection, OptionalExtension};
-use sendonce_server::decision::{Claim, Existing, KeyRow};
-use sendonce_server::expiry::first_kept_bucket;
-use sendonce_server::Lease;
-
-use crate::db::DbError;
 
 /// Everything needed to insert a key row.
 pub struct NewKey<'a> {
@@ -31,9 +31,9 @@ pub struct NewKey<'a> {
 
 /// Phase 1: insert the key row `IN_PROGRESS`; the primary key decides a race.
 ///
-/// One transaction (`db::atomically`): its own on a bare connection, or the group job's.
+/// One transaction ([`atomically`]): its own on a bare connection, or the group job's.
 pub fn claim(conn: &mut Connection, k: &NewKey<'_>) -> Result<Claim, DbError> {
-    crate::db::atomically(conn, |tx| claim_in(tx, k))
+    atomically(conn, |tx| claim_in(tx, k))
 }
 
 fn claim_in(tx: &Connection, k: &NewKey<'_>) -> Result<Claim, DbError> {
@@ -129,7 +129,7 @@ pub fn close_unexecuted(
     bucket_width_ms: i64,
     body: &[u8],
 ) -> Result<Option<KeyRow>, DbError> {
-    crate::db::atomically(conn, |tx| {
+    atomically(conn, |tx| {
         let inserted = tx
             .prepare_cached(
                 "INSERT INTO idempotency_keys
@@ -193,4 +193,66 @@ pub fn expire_chunk(
             first_kept,
             i64::try_from(limit).unwrap_or(i64::MAX)
         ])?)
+}
+
+/// The key table and its indexes (idempotent), after adding to a table made by an older
+/// version the columns it lacks.
+pub fn create(conn: &Connection) -> Result<(), DbError> {
+    migrate_key_lease(conn)?;
+    conn.execute_batch(TABLE)?;
+    Ok(())
+}
+
+const TABLE: &str = r#"
+-- The primary key decides races between concurrent first requests.
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    user_id         TEXT NOT NULL,
+    idem_key        TEXT NOT NULL,
+    request_hash    BLOB NOT NULL,
+    -- CHECKs with `=`/`OR`, not `IN (…)`: SQLite builds a temporary table for an IN list on
+    -- every insert or update that checks it (files made before keep the IN form).
+    state           TEXT NOT NULL CHECK (state = 'in_progress' OR state = 'completed'),
+    lock_id         TEXT NOT NULL,
+    locked_at_ms    INTEGER NOT NULL,
+    -- The lease, in the holder's monotonic time: which server process holds the lock and
+    -- when (ms since that process started), so a wall-clock jump cannot expire it.
+    lock_instance   TEXT NOT NULL DEFAULT '',
+    lock_mono_ms    INTEGER NOT NULL DEFAULT 0,
+    -- The exact request body, so the reaper can finish a transfer the gateway authorised.
+    request_body    BLOB,
+    created_at_ms   INTEGER NOT NULL,
+    bucket          INTEGER NOT NULL,
+    response_status INTEGER,
+    response_body   BLOB,
+    PRIMARY KEY (user_id, idem_key)
+) WITHOUT ROWID;
+-- Expiry deletes whole buckets; the reaper scans stuck keys.
+-- (bucket, created_at_ms): new keys append at the index's right end instead of landing on a
+-- random leaf (keys are random UUIDs), one page written per group commit instead of one per
+-- request. The stuck-key index holds only IN_PROGRESS rows, so it stays a few pages.
+DROP INDEX IF EXISTS idempotency_keys_bucket;
+DROP INDEX IF EXISTS idempotency_keys_stuck;
+CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys (bucket, created_at_ms);
+CREATE INDEX IF NOT EXISTS idempotency_keys_in_progress
+    ON idempotency_keys (locked_at_ms) WHERE state = 'in_progress';
+"#;
+
+/// Adds the lease and body columns to a key table made before them. Old rows get an
+/// empty `lock_instance`: no live process holds them, so the reaper resolves them.
+fn migrate_key_lease(conn: &Connection) -> Result<(), DbError> {
+    let has = |col: &str| -> Result<Option<bool>, DbError> {
+        let mut st = conn.prepare("SELECT name FROM pragma_table_info('idempotency_keys')")?;
+        let cols: Vec<String> = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        Ok((!cols.is_empty()).then(|| cols.iter().any(|c| c == col)))
+    };
+    for (col, ddl) in [
+        ("lock_instance", "lock_instance TEXT NOT NULL DEFAULT ''"),
+        ("lock_mono_ms", "lock_mono_ms INTEGER NOT NULL DEFAULT 0"),
+        ("request_body", "request_body BLOB"),
+    ] {
+        if has(col)? == Some(false) {
+            conn.execute_batch(&format!("ALTER TABLE idempotency_keys ADD COLUMN {ddl}"))?;
+        }
+    }
+    Ok(())
 }
