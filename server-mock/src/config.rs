@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+/// PostgreSQL connections per server instance (`--db-pool`).
+pub const DEFAULT_POOL_SIZE: usize = 16;
+
 /// Everything a server instance needs to know before it starts.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -51,7 +54,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             db: ":memory:".to_string(),
-            db_pool: crate::store::postgres::DEFAULT_POOL_SIZE,
+            db_pool: DEFAULT_POOL_SIZE,
             db_timeouts: DbTimeouts::default(),
             key_window: Duration::from_secs(48 * 3600),
             lock_timeout: Duration::from_secs(60),

@@ -130,7 +130,7 @@ fn sms_name(name: Option<&str>) -> String {
     let clean: String = name
         .unwrap_or_default()
         .chars()
-        .filter(|&c| !crate::http::forbidden_char(c))
+        .filter(|&c| !crate::text::forbidden_char(c))
         .take(40)
         .collect();
     match clean.trim() {

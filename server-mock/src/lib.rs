@@ -21,6 +21,7 @@ pub mod retention;
 mod schema;
 pub mod serve;
 pub mod store;
+mod text;
 pub mod transfer;
 
 use std::net::SocketAddr;

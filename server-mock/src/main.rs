@@ -20,7 +20,7 @@ struct Args {
     #[arg(long, default_value = "./mock.db")]
     db: String,
     /// Most PostgreSQL connections this instance opens; requests beyond wait, then get 503.
-    #[arg(long, default_value_t = server_mock::store::postgres::DEFAULT_POOL_SIZE)]
+    #[arg(long, default_value_t = server_mock::config::DEFAULT_POOL_SIZE)]
     db_pool: usize,
     /// PostgreSQL `lock_timeout`: a request waiting longer for a lock gives up with 503.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]

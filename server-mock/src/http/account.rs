@@ -10,6 +10,8 @@ use crate::store::NewBeneficiary;
 use crate::App;
 use sendonce_server::Problem;
 
+use crate::text;
+
 #[derive(Serialize)]
 struct Wallet {
     user_id: String,
@@ -46,39 +48,13 @@ struct Profile {
     display_name: String,
 }
 
-/// Validates a stored name and returns the value to store: trimmed, 1..=`max_chars`
-/// characters, no control characters or bidi overrides (they would reach SMS texts).
-pub(crate) fn clean_text(field: &str, value: &str, max_chars: usize) -> Result<String, Problem> {
-    let trimmed = value.trim();
-    let n = trimmed.chars().count();
-    if n == 0 || n > max_chars {
-        return Err(Problem::invalid(format!(
-            "{field} must have 1 to {max_chars} characters"
-        )));
-    }
-    if let Some(bad) = trimmed.chars().find(|&c| forbidden_char(c)) {
-        return Err(Problem::invalid(format!(
-            "{field} must not contain control or bidi characters (found U+{:04X})",
-            u32::from(bad)
-        )));
-    }
-    Ok(trimmed.to_string())
-}
-
-/// Control characters (newlines included) and the bidi controls that can make a text read
-/// differently from what it says (U+061C, U+200E/F, U+202A-E, U+2066-9).
-pub(crate) fn forbidden_char(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
 /// `PUT /v1/profile`: a SET, so repeating it changes nothing and needs no key.
 pub async fn put_profile(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let (parts, body) = req.into_parts();
     let caller = authenticate(&app, &parts.headers).await?;
     require_json(&parts.headers)?;
     let body: ProfileBody = parse_json(&read_body(&parts.headers, body).await?)?;
-    let display_name = clean_text("display_name", &body.display_name, 100)?;
+    let display_name = text::clean("display_name", &body.display_name, 100)?;
     app.store
         .set_display_name(caller.user_id.clone(), display_name.clone())
         .await
@@ -118,7 +94,7 @@ pub async fn post_beneficiary(State(app): State<App>, req: Request) -> Result<Re
             "phone must be 3 to 20 digits, optionally after +",
         ));
     }
-    let name = clean_text("name", &body.name, 100)?;
+    let name = text::clean("name", &body.name, 100)?;
     let outcome = app
         .store
         .add_beneficiary(NewBeneficiary {

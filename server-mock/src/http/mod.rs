@@ -4,7 +4,6 @@ mod account;
 pub mod guard;
 mod openapi;
 
-pub(crate) use account::forbidden_char;
 mod test_api;
 mod transfers;
 

@@ -78,7 +78,7 @@ struct CreatedUser {
 
 async fn create_user(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let body: NewUser = parse_json(&body_of(req).await?)?;
-    let display_name = super::account::clean_text("display_name", &body.display_name, 100)?;
+    let display_name = crate::text::clean("display_name", &body.display_name, 100)?;
     if !(0..=transfer::MAX_AMOUNT_MINOR * 1000).contains(&body.balance_minor) {
         return Err(Problem::invalid(
             "balance_minor must be between 0 and 10^15",

@@ -101,7 +101,7 @@ pub fn check_body(max: i64, caller: &Caller, parsed: &TransferBody) -> Result<()
     if parsed
         .note
         .as_ref()
-        .is_some_and(|n| n.chars().any(crate::http::forbidden_char))
+        .is_some_and(|n| n.chars().any(crate::text::forbidden_char))
     {
         return Err(Problem::invalid(
             "note must not contain control or bidi characters",

@@ -48,8 +48,6 @@ mod relay;
 mod retention;
 mod schema;
 
-/// Connections per server instance.
-pub const DEFAULT_POOL_SIZE: usize = 16;
 /// How long a request waits for a free connection before it is answered 503.
 pub const POOL_WAIT: Duration = Duration::from_secs(2);
 /// The reaper's lock wait per stuck key (`SET LOCAL`: this transaction only).
