@@ -294,7 +294,7 @@ pub async fn run(report: &mut Report, dir: &Path, per_hour: usize) {
              simulated hours: {per_hour} first requests, `POST /v1/test/clock {{\"advance_ms\": 3600000}}`, \
              `POST /v1/test/reap`; `GET /v1/test/stats` gives the rows. Part 2: the server's own schema and \
              connection (`server_mock::db::Db`, WAL + synchronous=FULL) on a file in `{}`; bucket 10 and bucket 11 \
-             filled with N rows each (300-byte stored responses), then `idempotency::expire` (one `DELETE … WHERE \
+             filled with N rows each (300-byte stored responses), then `keys::expire` of sendonce-server (one `DELETE … WHERE \
              bucket < ?`) timed; 3 rounds per size. Baselines, same rounds: deleting rows one by one by primary key, \
              each in its own transaction (100 rows), and all in one transaction (4,900 rows). The expiry runs on the \
              single writer connection, so its duration is also how long every transfer commit waits behind it.",

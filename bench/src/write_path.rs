@@ -214,7 +214,7 @@ pub fn run(report: &mut Report, dir: &Path, fast_dir: &Path, per_variant: usize)
         "3 what-if",
         format!(
             "The database writes of one first request, replayed with server-mock's own schema and functions \
-             (`idempotency::claim`/`complete`, `ledger::insert_debit`, the outbox insert, `Consumer::handle_batch` for \
+             (`keys::claim`/`complete` of sendonce-server, `ledger::insert_debit`, the outbox insert, `Consumer::handle_batch` for \
              both consumers, the `published` mark) on one connection, WAL + synchronous=FULL, file in `{}`, {per_variant} \
              requests per variant, variants round-robin. \"claim committed with synchronous=NORMAL\": the claim's commit \
              does not fsync (the debit commit's fsync covers it, WAL being append-only). \"relay: one fsync per batch\": \

@@ -189,7 +189,7 @@ impl Server {
         matches!(self.rows.get(&key), Some(Row::InProgress { lock: l, .. }) if *l == lock)
     }
 
-    /// `idempotency::complete`: a no-op unless the row is still ours.
+    /// `keys::complete` (sendonce-server): a no-op unless the row is still ours.
     fn complete(&mut self, key: Key, lock: u8, stored: Stored, body: u8) {
         if self.holds(key, lock) {
             self.rows.insert(
@@ -202,7 +202,7 @@ impl Server {
         }
     }
 
-    /// `idempotency::release`: deletes the row only if it is still ours.
+    /// `keys::release` (sendonce-server): deletes the row only if it is still ours.
     fn release(&mut self, key: Key, lock: u8) {
         if self.holds(key, lock) {
             self.rows.remove(&key);

@@ -241,7 +241,7 @@ pub(super) async fn lookup<C: GenericClient>(
     Ok(Err(read(c, user_id, key).await?))
 }
 
-/// Closes a key nothing ran under (see `idempotency::close_unexecuted`), after checking
+/// Closes a key nothing ran under (see `sendonce_server::store::sqlite::keys::close_unexecuted`), after checking
 /// the ledger again in the same transaction.
 pub(super) async fn close_unexecuted(
     store: &PgStore,
