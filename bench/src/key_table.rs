@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::params;
 use sendonce_server::store::sqlite::keys;
-use server_mock::db::Db;
+use sendonce_server::store::sqlite::Db;
 
 use crate::report::{r3, Report, Row};
 use crate::server::{self, User};
@@ -151,6 +151,7 @@ async fn expiry_cost(dir: &Path, sizes: &[usize], rounds: usize) -> serde_json::
                     .join(format!("k{file}.db"))
                     .to_str()
                     .expect("utf-8"),
+                server_mock::schema::create,
             )
             .expect("db");
             fill(&db, n, 0).await;
@@ -174,6 +175,7 @@ async fn expiry_cost(dir: &Path, sizes: &[usize], rounds: usize) -> serde_json::
                 .join(format!("r{file}.db"))
                 .to_str()
                 .expect("utf-8"),
+            server_mock::schema::create,
         )
         .expect("db");
         fill(&db, 5_000, 0).await;
@@ -293,7 +295,7 @@ pub async fn run(report: &mut Report, dir: &Path, per_hour: usize) {
              depend on the storage), clock aligned one minute past a UTC day (bucket) boundary, then for 7 × 24 \
              simulated hours: {per_hour} first requests, `POST /v1/test/clock {{\"advance_ms\": 3600000}}`, \
              `POST /v1/test/reap`; `GET /v1/test/stats` gives the rows. Part 2: the server's own schema and \
-             connection (`server_mock::db::Db`, WAL + synchronous=FULL) on a file in `{}`; bucket 10 and bucket 11 \
+             connection (`sendonce_server::store::sqlite::Db`, WAL + synchronous=FULL) on a file in `{}`; bucket 10 and bucket 11 \
              filled with N rows each (300-byte stored responses), then `keys::expire` of sendonce-server (one `DELETE … WHERE \
              bucket < ?`) timed; 3 rounds per size. Baselines, same rounds: deleting rows one by one by primary key, \
              each in its own transaction (100 rows), and all in one transaction (4,900 rows). The expiry runs on the \

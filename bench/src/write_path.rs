@@ -9,6 +9,7 @@ use std::time::Instant;
 use rusqlite::{params, Connection, TransactionBehavior};
 use sendonce_server::fingerprint::request_hash;
 use sendonce_server::store::sqlite::keys::{self, NewKey};
+use sendonce_server::store::sqlite::Db;
 use sendonce_server::{Claim, Lease};
 use server_mock::consumers::{Consumer, TransferDone};
 use server_mock::ledger::{self, TransferRecord};
@@ -132,7 +133,7 @@ fn measure(dir: &Path, per_variant: usize) -> Vec<Vec<f64>> {
     let tmp = tempfile::tempdir_in(dir).expect("tempdir");
     let path = tmp.path().join("writes.db");
     // The server's own schema and pragmas.
-    drop(server_mock::db::Db::open(path.to_str().expect("utf-8")).expect("schema"));
+    drop(Db::open(path.to_str().expect("utf-8"), server_mock::schema::create).expect("schema"));
     let mut c = Connection::open(&path).expect("open");
     c.pragma_update(None, "journal_mode", "WAL").expect("wal");
     sync(&c, true).expect("full");

@@ -251,8 +251,8 @@ pub fn expire_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::{Db, Durability};
     use crate::store::{sqlite::SqliteStore, Instance};
+    use sendonce_server::store::sqlite::{Db, Durability};
 
     #[tokio::test]
     async fn same_key_same_authorization_across_reopen() {
@@ -296,7 +296,7 @@ mod tests {
     /// A key's authorisation ends captured or voided, once; a held key is left alone.
     #[tokio::test]
     async fn settle_voids_once_and_never_a_captured_or_held_authorisation() {
-        let db = Db::open(":memory:").unwrap();
+        let db = Db::open(":memory:", crate::schema::create).unwrap();
         let n = db
             .call(|c| {
                 record(c, "u", "captured", "auth_c", 1)?;

@@ -214,8 +214,8 @@ pub(crate) fn resolve(
 mod tests {
     use super::*;
 
-    use crate::db::{Db, Durability};
     use crate::ledger::TransferRecord;
+    use sendonce_server::store::sqlite::{Db, Durability};
 
     /// Key rows removed per expiry transaction (as the SQLite store does).
     const EXPIRE_CHUNK: usize = 1_000;
@@ -238,7 +238,7 @@ mod tests {
             authorised: transfer::Authorised::Yes,
             max_balance: i64::MAX / 2,
         };
-        let db = Db::open(":memory:").unwrap();
+        let db = Db::open(":memory:", crate::schema::create).unwrap();
         let record = TransferRecord {
             transfer_id: "tr_1".into(),
             from_user_id: "u1".into(),
@@ -318,7 +318,7 @@ mod tests {
 
     #[tokio::test]
     async fn expiry_in_chunks_removes_exactly_the_expired_buckets() {
-        let db = Db::open(":memory:").unwrap();
+        let db = Db::open(":memory:", crate::schema::create).unwrap();
         let window = 2_000; // bucket width 2 s
         db.call(|c| {
             let tx = c.transaction()?;

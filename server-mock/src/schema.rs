@@ -2,7 +2,6 @@
 
 use rusqlite::Connection;
 
-use sendonce_server::store::sqlite::keys;
 use sendonce_server::store::DbError;
 
 pub(crate) const SCHEMA: &str = r#"
@@ -150,9 +149,9 @@ CREATE TABLE IF NOT EXISTS bench_plain (
 );
 "#;
 
-/// Creates every table (idempotent) and runs the migrations.
-pub(crate) fn create(conn: &Connection) -> Result<(), DbError> {
-    keys::create(conn)?;
+/// Creates every table of server-mock (idempotent) and runs the migrations; the key table is
+/// the library's, created before this runs (`Db::open(path, schema::create)`).
+pub fn create(conn: &Connection) -> Result<(), DbError> {
     migrate_token_hashes(conn)?;
     migrate_gateway(conn)?;
     conn.execute_batch(SCHEMA)?;
@@ -226,4 +225,112 @@ fn migrate_balances(conn: &Connection) -> Result<(), DbError> {
     }
     tx.commit()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger;
+    use sendonce_server::store::sqlite::{Db, Durability};
+
+    #[tokio::test]
+    async fn a_failed_group_job_rolls_back_only_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path().join("g.db").to_str().unwrap(), create).unwrap();
+        let ins = |db: &Db, user: &'static str, fail: bool| {
+            let db = db.clone();
+            async move {
+                db.write(Durability::Full, move |c| {
+                    ledger::deposit(c, user, 5, "BDT", 0)?;
+                    if fail {
+                        return Err(DbError::Task("job failed".into()));
+                    }
+                    ledger::deposit(c, user, 7, "BDT", 0)?;
+                    Ok(())
+                })
+                .await
+            }
+        };
+        let (a, b, c, d) = tokio::join!(
+            ins(&db, "a", false),
+            ins(&db, "b", true),
+            ins(&db, "c", false),
+            db.write(Durability::Normal, |_| -> Result<(), DbError> {
+                panic!("job panics")
+            }),
+        );
+        assert!(a.is_ok() && c.is_ok());
+        assert!(b.is_err() && d.is_err());
+        let balances = db
+            .read(|c| {
+                Ok((
+                    ledger::balance(c, "a")?,
+                    ledger::balance(c, "b")?,
+                    ledger::balance(c, "c")?,
+                    ledger::balance_mismatches(c)?,
+                ))
+            })
+            .await
+            .unwrap();
+        assert_eq!(balances, (12, 0, 12, vec![]));
+        // The writer is still usable, and a bare-connection call still works.
+        db.call(|c| {
+            let tx = c.transaction()?;
+            ledger::deposit(&tx, "b", 1, "BDT", 0)?;
+            tx.commit()?;
+            Ok(())
+        })
+        .await
+        .unwrap();
+        let sync: i64 = db
+            .call(|c| Ok(c.query_row("PRAGMA synchronous", [], |r| r.get(0))?))
+            .await
+            .unwrap();
+        assert_eq!(sync, 2, "FULL restored after a NORMAL group");
+    }
+
+    #[test]
+    fn balances_equal_the_ledger_sum_and_are_backfilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.db");
+        let c = Connection::open(&path).unwrap();
+        let c = Db::configure(c, create).unwrap();
+        ledger::deposit(&c, "u1", 100, "BDT", 0).unwrap();
+        ledger::deposit(&c, "u2", 50, "BDT", 0).unwrap();
+        let t = ledger::TransferRecord {
+            transfer_id: "tr_1".into(),
+            from_user_id: "u1".into(),
+            to_user_id: "u2".into(),
+            amount_minor: 30,
+            currency: "BDT".into(),
+            note: None,
+            created_at_ms: 1,
+            idempotency_key: "k".into(),
+        };
+        ledger::insert_debit(&c, &t, b"h").unwrap();
+        ledger::insert_credit(&c, &t, 2).unwrap();
+        for u in ["u1", "u2", "nobody"] {
+            assert_eq!(
+                ledger::balance(&c, u).unwrap(),
+                ledger::balance_from_ledger(&c, u).unwrap()
+            );
+        }
+        assert_eq!(ledger::balance(&c, "u1").unwrap(), 70);
+        c.execute(
+            "UPDATE ledger SET amount_minor = 40 WHERE kind = 'credit'",
+            [],
+        )
+        .unwrap();
+        c.execute("DELETE FROM ledger WHERE kind = 'debit'", [])
+            .unwrap();
+        assert!(ledger::balance_mismatches(&c).unwrap().is_empty());
+        assert_eq!(ledger::balance(&c, "u2").unwrap(), 90);
+        // A database from before the cache: rebuilt from the ledger when opened.
+        c.execute_batch("DELETE FROM balances; DELETE FROM balances_meta;")
+            .unwrap();
+        drop(c);
+        let c = Db::configure(Connection::open(&path).unwrap(), create).unwrap();
+        assert!(ledger::balance_mismatches(&c).unwrap().is_empty());
+        assert_eq!(ledger::balance(&c, "u1").unwrap(), 100);
+    }
 }

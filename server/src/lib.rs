@@ -6,7 +6,8 @@
 //! `Idempotent-Replayed: true`, 409 while the first request still runs, 422 for another
 //! request under the same key ([`answer`], [`problem`]). Locks carry a lease measured in
 //! the holder's monotonic time ([`lease`]); keys expire a whole bucket at a time
-//! ([`expiry`]).
+//! ([`expiry`]). The SQLite store ([`store::sqlite`]) holds the key table's SQL and the
+//! database handle with its group-commit writer.
 //!
 //! The parts of the contract that hold across stores live here; see README.md for what is
 //! in the library today and what is still inside server-mock.

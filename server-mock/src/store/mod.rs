@@ -412,7 +412,7 @@ pub async fn open(
 }
 
 /// Opens the SQLite file `db` with every call inline on the caller's thread (deterministic rides:
-/// see [`crate::db::Db::open_inline`]). PostgreSQL is refused: its pool, network and leases run in
+/// see [`sendonce_server::store::sqlite::Db::open_inline`]). PostgreSQL is refused: its pool, network and leases run in
 /// real time, so no simulation replays on it.
 pub fn open_inline(db: &str, instance: Instance) -> Result<SharedStore, DbError> {
     if is_postgres(db) {

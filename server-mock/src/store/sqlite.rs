@@ -9,13 +9,13 @@ use super::{
     Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, NewUser,
     PlainRow, Sms, Stats, Store, UserChange,
 };
-use crate::db::{Db, Durability};
 use crate::gateway::{self, Authorization};
 use crate::ledger::{self, EntryJson, TransferRecord};
 use crate::outbox;
 use crate::reaper::{self, Resolved, Stuck};
 use crate::transfer::{self, Caller, Rules};
 use sendonce_server::store::sqlite::keys::{self, NewKey};
+use sendonce_server::store::sqlite::{Db, Durability};
 use sendonce_server::store::DbError;
 use sendonce_server::Answer;
 use sendonce_server::{Claim, KeyRow, Lease};
@@ -34,7 +34,7 @@ impl SqliteStore {
     /// Opens (creating if needed) the file at `path`, or memory for `:memory:`.
     pub fn open(path: &str, instance: Instance) -> Result<Self, DbError> {
         Ok(Self {
-            db: Db::open(path)?,
+            db: Db::open(path, crate::schema::create)?,
             instance,
         })
     }
@@ -42,7 +42,7 @@ impl SqliteStore {
     /// Like [`SqliteStore::open`], every call inline on the caller's thread (deterministic rides).
     pub fn open_inline(path: &str, instance: Instance) -> Result<Self, DbError> {
         Ok(Self {
-            db: Db::open_inline(path)?,
+            db: Db::open_inline(path, crate::schema::create)?,
             instance,
         })
     }

@@ -11,9 +11,9 @@
 use rusqlite::params;
 
 use super::{FloorTransfer, Instance, PlainRow};
-use crate::db::{Db, Durability};
 use crate::outbox;
 use crate::{gateway, ledger};
+use sendonce_server::store::sqlite::{Db, Durability};
 use sendonce_server::store::DbError;
 
 /// One first request's floor; returns the outbox event id.

@@ -1,11 +1,16 @@
-//! The SQLite store: the key table's SQL ([`keys`]), and how one unit of work runs as one
-//! transaction on a connection ([`atomically`]).
+//! The SQLite store: the database handle with its group-commit writer ([`Db`]), the key
+//! table's SQL ([`keys`]), and how one unit of work runs as one transaction on a connection
+//! ([`atomically`]).
 
 use rusqlite::Connection;
 
 use super::DbError;
 
+mod db;
+mod group;
 pub mod keys;
+
+pub use db::{Db, Durability, Schema};
 
 /// Runs `f` as one transaction: its own on a connection outside any (a bare connection),
 /// or as part of the caller's — a group job is rolled back as a whole when it fails (see

@@ -23,8 +23,8 @@ use std::sync::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::{exec, Db, Durability};
-use sendonce_server::store::DbError;
+use super::db::{exec, Db, Durability};
+use crate::store::DbError;
 
 /// Most jobs run in one group transaction.
 const MAX_GROUP: usize = 128;
@@ -263,7 +263,36 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::ledger;
+
+    /// The tests' own table: deposits per user, and a tag each may use once.
+    fn schema(c: &Connection) -> Result<(), DbError> {
+        c.execute_batch(
+            "CREATE TABLE IF NOT EXISTS deposits
+             (user_id TEXT NOT NULL, amount INTEGER NOT NULL, tag TEXT UNIQUE)",
+        )?;
+        Ok(())
+    }
+
+    fn open() -> Connection {
+        Db::configure(Connection::open_in_memory().unwrap(), schema).unwrap()
+    }
+
+    fn deposit(c: &Connection, user: &str, amount: i64) -> Result<(), DbError> {
+        c.execute(
+            "INSERT INTO deposits (user_id, amount) VALUES (?1, ?2)",
+            (user, amount),
+        )?;
+        Ok(())
+    }
+
+    fn balance(c: &Connection, user: &str) -> i64 {
+        c.query_row(
+            "SELECT COALESCE(SUM(amount), 0) FROM deposits WHERE user_id = ?1",
+            [user],
+            |r| r.get(0),
+        )
+        .unwrap()
+    }
 
     /// A job depositing 5 then (unless it fails) 7 for `user`, counting its runs.
     fn deposit_job(
@@ -278,11 +307,11 @@ mod tests {
         let runs = Arc::clone(runs);
         let f = move |c: &mut Connection| {
             runs.fetch_add(1, Ordering::SeqCst);
-            ledger::deposit(c, user, 5, "BDT", 0)?;
+            deposit(c, user, 5)?;
             if fail {
                 return Err(DbError::Task("job failed".into()));
             }
-            ledger::deposit(c, user, 7, "BDT", 0)?;
+            deposit(c, user, 7)?;
             Ok(user)
         };
         (Box::new(Write::new(f, tx)), rx)
@@ -296,7 +325,7 @@ mod tests {
 
     #[test]
     fn a_failing_job_rolls_back_only_itself_and_the_group_runs_again_job_by_job() {
-        let mut c = Db::configure(Connection::open_in_memory().unwrap()).unwrap();
+        let mut c = open();
         let runs = Arc::new(AtomicUsize::new(0));
         let (a, ra) = deposit_job("a", false, &runs);
         let (b, rb) = deposit_job("b", true, &runs);
@@ -305,10 +334,7 @@ mod tests {
         assert_eq!(answer(ra), Ok("a"));
         assert_eq!(answer(rb), Err("database task failed: job failed".into()));
         assert_eq!(answer(rd), Ok("d"));
-        let balances: Vec<i64> = ["a", "b", "d"]
-            .iter()
-            .map(|u| ledger::balance(&c, u).unwrap())
-            .collect();
+        let balances: Vec<i64> = ["a", "b", "d"].iter().map(|u| balance(&c, u)).collect();
         assert_eq!(
             balances,
             [12, 0, 12],
@@ -321,24 +347,16 @@ mod tests {
 
     #[test]
     fn a_job_whose_insert_rolls_the_transaction_back_is_left_out_and_the_rest_commit() {
-        let mut c = Db::configure(Connection::open_in_memory().unwrap()).unwrap();
-        let debit = ledger::TransferRecord {
-            transfer_id: "tr_1".into(),
-            from_user_id: "a".into(),
-            to_user_id: "b".into(),
-            amount_minor: 1,
-            currency: "BDT".into(),
-            note: None,
-            created_at_ms: 0,
-            idempotency_key: "k".into(),
-        };
-        ledger::insert_debit(&c, &debit, b"h").unwrap();
+        let mut c = open();
+        // A tag used once (as the ledger's one-debit-per-key index guards a key).
+        let once = "INSERT OR ROLLBACK INTO deposits (user_id, amount, tag) VALUES ('a', -1, 'k')";
+        c.execute(once, []).unwrap();
         let runs = Arc::new(AtomicUsize::new(0));
         let (a, ra) = deposit_job("a", false, &runs);
-        // The one-debit-per-key index refuses a second debit for the key: `OR ROLLBACK`.
+        // The unique index refuses the tag's second use: `OR ROLLBACK`.
         let (tx, rguard) = oneshot::channel();
         let guard: Box<dyn GroupJob> = Box::new(Write::new(
-            move |c: &mut Connection| Ok(ledger::insert_debit(c, &debit, b"h")?),
+            move |c: &mut Connection| Ok(c.execute(once, [])?),
             tx,
         ));
         let (d, rd) = deposit_job("d", false, &runs);
@@ -346,22 +364,20 @@ mod tests {
         assert_eq!((answer(ra), answer(rd)), (Ok("a"), Ok("d")));
         let refused = rguard.blocking_recv().unwrap().unwrap_err();
         assert!(refused.to_string().contains("UNIQUE"), "{refused}");
-        let debits: i64 = c
-            .query_row(
-                "SELECT COUNT(*) FROM ledger WHERE kind = 'debit'",
-                [],
-                |r| r.get(0),
-            )
+        let used: i64 = c
+            .query_row("SELECT COUNT(*) FROM deposits WHERE tag = 'k'", [], |r| {
+                r.get(0)
+            })
             .unwrap();
-        assert_eq!(debits, 1, "money moved once");
-        assert_eq!(ledger::balance(&c, "a").unwrap(), 12 - 1);
-        assert_eq!(ledger::balance(&c, "d").unwrap(), 12);
+        assert_eq!(used, 1, "the tag was used once");
+        assert_eq!(balance(&c, "a"), 12 - 1);
+        assert_eq!(balance(&c, "d"), 12);
         assert!(c.is_autocommit());
     }
 
     #[test]
     fn a_group_without_failures_runs_each_job_once_and_a_lone_failure_is_not_rerun() {
-        let mut c = Db::configure(Connection::open_in_memory().unwrap()).unwrap();
+        let mut c = open();
         let runs = Arc::new(AtomicUsize::new(0));
         let (a, ra) = deposit_job("a", false, &runs);
         let (b, rb) = deposit_job("b", false, &runs);
@@ -376,7 +392,7 @@ mod tests {
             3,
             "a lone failed job runs once"
         );
-        assert_eq!(ledger::balance(&c, "l").unwrap(), 0);
+        assert_eq!(balance(&c, "l"), 0);
         let sync: i64 = c.query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
         assert_eq!(sync, 2, "FULL restored after a NORMAL group");
     }

@@ -6,7 +6,7 @@ mod auth_reader {
     #[tokio::test]
     async fn authentication_does_not_wait_behind_the_listing_reader() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(&dir.path().join("a.db").display().to_string()).unwrap();
+        let db = Db::open(&dir.path().join("a.db").display().to_string(), |_| Ok(())).unwrap();
         // A long listing holds the reader connection...
         let held = Arc::clone(&db.reader);
         let guard = std::thread::spawn(move || {
@@ -15,7 +15,9 @@ mod auth_reader {
         });
         // ...and authentication still reads at once, on its own connection.
         let n: i64 = db
-            .read_auth(|c| Ok(c.query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0))?))
+            .read_auth(|c| {
+                Ok(c.query_row("SELECT COUNT(*) FROM idempotency_keys", [], |r| r.get(0))?)
+            })
             .await
             .unwrap();
         assert_eq!(n, 0);
@@ -28,7 +30,7 @@ mod back_pressure {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_full_write_queue_answers_busy_at_once() {
-        let db = Arc::new(Db::open_with_queue(":memory:", 1).unwrap());
+        let db = Arc::new(Db::open_with_queue(":memory:", |_| Ok(()), 1).unwrap());
         // The first job holds the writer until released.
         let (release, held) = std::sync::mpsc::channel::<()>();
         let (started_tx, started) = tokio::sync::oneshot::channel::<()>();

@@ -1,18 +1,21 @@
-//! The SQLite database: pragmas, group commit and a panic-safe handle for async code (tables in `schema.rs`).
+//! The SQLite database: pragmas, group commit and a panic-safe handle for async code. The
+//! key table is the library's (`keys.rs`); the application's tables come from the schema
+//! function it opens the database with.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
-use sendonce_server::store::DbError;
 use tokio::sync::oneshot;
 
-use crate::schema;
+use super::group::{self, GroupJob, Job, Write};
+use super::keys;
+use crate::store::DbError;
 
-mod group;
-
-use group::{GroupJob, Job, Write};
+/// Creates (idempotently) and migrates the application's own tables on the writer connection,
+/// after the library's key table.
+pub type Schema = fn(&Connection) -> Result<(), DbError>;
 
 /// Shared handle to the database: one writer connection and one reader connection.
 ///
@@ -52,15 +55,16 @@ pub enum Durability {
 const WRITE_QUEUE: usize = 4_096;
 
 impl Db {
-    /// Opens (creating if needed) the database at `path` or in memory for `:memory:`.
-    pub fn open(path: &str) -> Result<Self, DbError> {
-        Self::open_with_queue(path, WRITE_QUEUE)
+    /// Opens (creating if needed) the database at `path` or in memory for `:memory:`, with
+    /// the key table and the application's `schema`.
+    pub fn open(path: &str, schema: Schema) -> Result<Self, DbError> {
+        Self::open_with_queue(path, schema, WRITE_QUEUE)
     }
 
     /// Like [`Db::open`], with at most `queue` write jobs waiting for the writer: beyond
     /// that, [`Db::write`] fails at once with [`DbError::Busy`] (back-pressure, not memory).
-    pub fn open_with_queue(path: &str, queue: usize) -> Result<Self, DbError> {
-        let mut db = Self::open_inline(path)?;
+    pub fn open_with_queue(path: &str, schema: Schema, queue: usize) -> Result<Self, DbError> {
+        let mut db = Self::open_inline(path, schema)?;
         let (jobs, queue) = mpsc::sync_channel(queue.max(1));
         let writer = Arc::clone(&db.conn);
         std::thread::Builder::new()
@@ -74,13 +78,16 @@ impl Db {
     /// Like [`Db::open`], but every call runs on the caller's thread (a group of one job per
     /// write): a deterministic ride has one thread, and a writer thread or the blocking pool
     /// would make the order of events depend on the OS.
-    pub fn open_inline(path: &str) -> Result<Self, DbError> {
+    pub fn open_inline(path: &str, schema: Schema) -> Result<Self, DbError> {
         let (conn, reader, auth) = if path == ":memory:" {
-            let conn = Arc::new(Mutex::new(Self::configure(Connection::open_in_memory()?)?));
+            let conn = Arc::new(Mutex::new(Self::configure(
+                Connection::open_in_memory()?,
+                schema,
+            )?));
             (Arc::clone(&conn), Arc::clone(&conn), conn)
         } else {
             create_private(path)?;
-            let conn = Self::configure(Connection::open(path)?)?;
+            let conn = Self::configure(Connection::open(path)?, schema)?;
             let reader = || -> Result<_, DbError> {
                 let r = Connection::open_with_flags(
                     path,
@@ -101,8 +108,8 @@ impl Db {
         })
     }
 
-    /// Pragmas and schema for the writer connection.
-    fn configure(conn: Connection) -> Result<Connection, DbError> {
+    /// Pragmas, the key table and the application's `schema` for the writer connection.
+    pub fn configure(conn: Connection, schema: Schema) -> Result<Connection, DbError> {
         // WAL: readers never block the writer and a crash never corrupts the file.
         // synchronous=FULL: a commit is on disk before we answer 201. With NORMAL a power
         // loss could forget a debit whose success the client already saw and stored, so a
@@ -121,14 +128,15 @@ impl Db {
         // commits pay the checkpoint. Durability is unchanged (it is the WAL's fsync).
         conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        schema::create(&conn)?;
+        keys::create(&conn)?;
+        schema(&conn)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
     }
 
     /// Locks the connection; a poisoned lock is recovered because every write runs in a
     /// transaction that rolled back when the panicking code dropped it.
-    fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    pub(super) fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
         conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
@@ -223,116 +231,9 @@ fn create_private(path: &str) -> Result<(), DbError> {
 }
 
 /// Runs one cached statement without parameters.
-fn exec(c: &Connection, sql: &str) -> Result<(), rusqlite::Error> {
+pub(super) fn exec(c: &Connection, sql: &str) -> Result<(), rusqlite::Error> {
     c.prepare_cached(sql)?.execute([])?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ledger;
-
-    #[tokio::test]
-    async fn a_failed_group_job_rolls_back_only_itself() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path().join("g.db").to_str().unwrap()).unwrap();
-        let ins = |db: &Db, user: &'static str, fail: bool| {
-            let db = db.clone();
-            async move {
-                db.write(Durability::Full, move |c| {
-                    ledger::deposit(c, user, 5, "BDT", 0)?;
-                    if fail {
-                        return Err(DbError::Task("job failed".into()));
-                    }
-                    ledger::deposit(c, user, 7, "BDT", 0)?;
-                    Ok(())
-                })
-                .await
-            }
-        };
-        let (a, b, c, d) = tokio::join!(
-            ins(&db, "a", false),
-            ins(&db, "b", true),
-            ins(&db, "c", false),
-            db.write(Durability::Normal, |_| -> Result<(), DbError> {
-                panic!("job panics")
-            }),
-        );
-        assert!(a.is_ok() && c.is_ok());
-        assert!(b.is_err() && d.is_err());
-        let balances = db
-            .read(|c| {
-                Ok((
-                    ledger::balance(c, "a")?,
-                    ledger::balance(c, "b")?,
-                    ledger::balance(c, "c")?,
-                    ledger::balance_mismatches(c)?,
-                ))
-            })
-            .await
-            .unwrap();
-        assert_eq!(balances, (12, 0, 12, vec![]));
-        // The writer is still usable, and a bare-connection call still works.
-        db.call(|c| {
-            let tx = c.transaction()?;
-            ledger::deposit(&tx, "b", 1, "BDT", 0)?;
-            tx.commit()?;
-            Ok(())
-        })
-        .await
-        .unwrap();
-        let sync: i64 = db
-            .call(|c| Ok(c.query_row("PRAGMA synchronous", [], |r| r.get(0))?))
-            .await
-            .unwrap();
-        assert_eq!(sync, 2, "FULL restored after a NORMAL group");
-    }
-
-    #[test]
-    fn balances_equal_the_ledger_sum_and_are_backfilled() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("b.db");
-        let c = Connection::open(&path).unwrap();
-        let c = Db::configure(c).unwrap();
-        ledger::deposit(&c, "u1", 100, "BDT", 0).unwrap();
-        ledger::deposit(&c, "u2", 50, "BDT", 0).unwrap();
-        let t = ledger::TransferRecord {
-            transfer_id: "tr_1".into(),
-            from_user_id: "u1".into(),
-            to_user_id: "u2".into(),
-            amount_minor: 30,
-            currency: "BDT".into(),
-            note: None,
-            created_at_ms: 1,
-            idempotency_key: "k".into(),
-        };
-        ledger::insert_debit(&c, &t, b"h").unwrap();
-        ledger::insert_credit(&c, &t, 2).unwrap();
-        for u in ["u1", "u2", "nobody"] {
-            assert_eq!(
-                ledger::balance(&c, u).unwrap(),
-                ledger::balance_from_ledger(&c, u).unwrap()
-            );
-        }
-        assert_eq!(ledger::balance(&c, "u1").unwrap(), 70);
-        c.execute(
-            "UPDATE ledger SET amount_minor = 40 WHERE kind = 'credit'",
-            [],
-        )
-        .unwrap();
-        c.execute("DELETE FROM ledger WHERE kind = 'debit'", [])
-            .unwrap();
-        assert!(ledger::balance_mismatches(&c).unwrap().is_empty());
-        assert_eq!(ledger::balance(&c, "u2").unwrap(), 90);
-        // A database from before the cache: rebuilt from the ledger when opened.
-        c.execute_batch("DELETE FROM balances; DELETE FROM balances_meta;")
-            .unwrap();
-        drop(c);
-        let c = Db::configure(Connection::open(&path).unwrap()).unwrap();
-        assert!(ledger::balance_mismatches(&c).unwrap().is_empty());
-        assert_eq!(ledger::balance(&c, "u1").unwrap(), 100);
-    }
 }
 
 #[cfg(test)]
