@@ -37,7 +37,7 @@ pub use http::MAX_BODY_BYTES;
 use clock::Clock;
 use faults::Faults;
 use sendonce_server::store::DbError;
-use store::{Instance, SharedStore};
+use store::{Instance, SharedFixtures, SharedStore};
 
 /// Shared state of one server instance.
 pub struct AppState {
@@ -45,6 +45,8 @@ pub struct AppState {
     pub config: ServerConfig,
     /// The storage backend (SQLite or PostgreSQL), chosen by `config.db`.
     pub store: SharedStore,
+    /// The same backend as the test API and the bench endpoints see it.
+    pub fixtures: SharedFixtures,
     /// The one clock (shared with the store, which publishes it for expiry).
     pub clock: Arc<Clock>,
     /// Injected faults.
@@ -79,14 +81,14 @@ impl AppState {
     /// Opens the database and builds the state (no background tasks yet).
     pub async fn open(config: ServerConfig) -> Result<App, ServerError> {
         let instance = Instance::new();
-        let (store, clock) = match config.simulated_start_ms {
+        let (opened, clock) = match config.simulated_start_ms {
             Some(start) => (
                 store::open_inline(&config.db, instance.clone())?,
                 Arc::new(Clock::simulated(start)),
             ),
             None => {
                 let clock = Arc::new(Clock::default());
-                let store = store::open(
+                let opened = store::open(
                     &config.db,
                     config.db_pool,
                     config.db_timeouts,
@@ -94,7 +96,7 @@ impl AppState {
                     clock.clone(),
                 )
                 .await?;
-                (store, clock)
+                (opened, clock)
             }
         };
         Ok(Arc::new(Self {
@@ -103,7 +105,8 @@ impl AppState {
             instance,
             max_amount_minor: AtomicI64::new(transfer::MAX_AMOUNT_MINOR),
             config,
-            store,
+            store: opened.store,
+            fixtures: opened.fixtures,
             clock,
             relay_wake: Notify::new(),
             reaper_wake: Notify::new(),

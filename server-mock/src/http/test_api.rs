@@ -100,7 +100,7 @@ async fn create_user(State(app): State<App>, req: Request) -> Result<Response, P
             "token_ttl_ms must be between 1 ms and ten years",
         ));
     }
-    app.store
+    app.fixtures
         .create_user(store::NewUser {
             user_id: user_id.clone(),
             token_hash: crate::auth::token_hash(&token),
@@ -140,7 +140,7 @@ async fn change_user(
     done: &str,
 ) -> Result<Response, Problem> {
     let changed = app
-        .store
+        .fixtures
         .change_user(change, user_id)
         .await
         .map_err(crate::problem::from_db)?;
@@ -220,7 +220,7 @@ async fn get_ledger(
 ) -> Result<Response, Problem> {
     let (after, limit) = Page::parse(query)?;
     let entries = app
-        .store
+        .fixtures
         .ledger_page(after, limit)
         .await
         .map_err(crate::problem::from_db)?;
@@ -233,7 +233,7 @@ async fn get_sms(
 ) -> Result<Response, Problem> {
     let (after, limit) = Page::parse(query)?;
     let sms = app
-        .store
+        .fixtures
         .sms_page(after, limit)
         .await
         .map_err(crate::problem::from_db)?;
@@ -264,7 +264,7 @@ async fn replay_outbox(State(app): State<App>, req: Request) -> Result<Response,
 
 /// Database counters, the gateway's included (its records survive restarts).
 async fn all_stats(app: &App) -> Result<Stats, Problem> {
-    app.store.stats().await.map_err(crate::problem::from_db)
+    app.fixtures.stats().await.map_err(crate::problem::from_db)
 }
 
 async fn get_stats(State(app): State<App>) -> Result<Response, Problem> {
@@ -352,7 +352,7 @@ struct PlainCreated {
 async fn bench_plain(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let row = bench_row(&app, req).await?;
     let id = app
-        .store
+        .fixtures
         .bench_plain(row)
         .await
         .map_err(crate::problem::from_db)?;
@@ -364,7 +364,7 @@ async fn bench_plain(State(app): State<App>, req: Request) -> Result<Response, P
 /// without one.
 async fn bench_floor(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let row = bench_row(&app, req).await?;
-    let floor = app.store.bench_floor(row).ok_or_else(|| {
+    let floor = app.fixtures.bench_floor(row).ok_or_else(|| {
         Problem::new(
             StatusCode::NOT_FOUND,
             "not_found",

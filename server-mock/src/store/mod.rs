@@ -12,16 +12,21 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::gateway::Authorization;
-use crate::ledger::{EntryJson, TransferRecord};
+use crate::ledger::TransferRecord;
 use crate::reaper::{Resolved, Stuck};
 use crate::transfer::{Caller, Rules};
 use sendonce_server::store::DbError;
 pub use sendonce_server::Instance;
 use sendonce_server::{Answer, Claim, KeyRow};
 
+mod fixtures;
 pub mod postgres;
 pub mod sqlite;
+mod sqlite_fixtures;
 mod sqlite_floor;
+
+pub(crate) use fixtures::FloorTransfer;
+pub use fixtures::{Fixtures, NewUser, PlainRow, SharedFixtures, Sms, Stats, UserChange};
 
 /// A store call in flight.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbError>> + Send + 'a>>;
@@ -97,123 +102,8 @@ pub struct Beneficiary {
 /// What adding a beneficiary did: `None` when the user is at the limit.
 pub type BeneficiaryOutcome = Option<(bool, Option<Beneficiary>)>;
 
-/// A user created by the test API (its opening balance is a ledger deposit).
-#[derive(Debug, Clone)]
-pub struct NewUser {
-    /// Id.
-    pub user_id: String,
-    /// "sha256:" + hex hash of the token.
-    pub token_hash: String,
-    /// Display name.
-    pub display_name: String,
-    /// Wallet currency.
-    pub currency: String,
-    /// Opening balance.
-    pub balance_minor: i64,
-    /// Server time now.
-    pub now_ms: i64,
-    /// When the token stops working.
-    pub token_expires_at_ms: i64,
-}
-
-/// A change the test API makes to one user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UserChange {
-    /// The user becomes unknown (their ledger stays).
-    Remove,
-    /// Their token stops working.
-    Revoke,
-}
-
-/// One SMS as the test API lists it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Sms {
-    /// Row id.
-    pub sms_id: i64,
-    /// Recipient.
-    pub user_id: String,
-    /// Transfer it tells about.
-    pub transfer_id: String,
-    /// The text.
-    pub text: String,
-}
-
-/// Counters the tests and the simulator check invariants with.
-#[derive(Serialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Key rows.
-    pub idempotency_keys: i64,
-    /// Key rows still in progress.
-    pub keys_in_progress: i64,
-    /// Outbox events not yet published.
-    pub outbox_pending: i64,
-    /// Outbox events stored (published or not).
-    pub outbox_rows: i64,
-    /// Inbox rows of the in-process consumers.
-    pub inbox_rows: i64,
-    /// Ledger entries.
-    pub ledger_entries: i64,
-    /// SMS sent.
-    pub sms_sent: i64,
-    /// Ledger credits.
-    pub credits: i64,
-    /// Gateway authorisations given (live, captured and voided).
-    pub gateway_authorizations: i64,
-    /// Gateway calls.
-    pub gateway_calls: i64,
-    /// Authorisations captured by a debit.
-    pub gateway_captures: i64,
-    /// Authorisations voided (the key's outcome did not use them). Once every key has its
-    /// outcome, `gateway_authorizations == gateway_captures + gateway_voids`.
-    pub gateway_voids: i64,
-}
-
-/// The benchmark baseline row: a transfer's data with no idempotency at all.
-#[derive(Debug, Clone)]
-pub struct PlainRow {
-    /// Sender.
-    pub user_id: String,
-    /// Recipient.
-    pub to_user_id: String,
-    /// Amount.
-    pub amount_minor: i64,
-    /// Currency.
-    pub currency: String,
-    /// Note.
-    pub note: Option<String>,
-    /// Server time now.
-    pub now_ms: i64,
-    /// The key-table bucket a transfer made now lands in (the bench floor's key row).
-    pub bucket: i64,
-}
-
-/// What a bench floor request writes: the transfer under a fresh key, its body and hash.
-pub(crate) struct FloorTransfer {
-    pub(crate) record: crate::ledger::TransferRecord,
-    pub(crate) body: Vec<u8>,
-    pub(crate) hash: Vec<u8>,
-}
-
-impl PlainRow {
-    /// The transfer a bench floor request makes of this row (both backends' floors).
-    pub(crate) fn floor_transfer(self) -> FloorTransfer {
-        let record = crate::ledger::TransferRecord {
-            transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
-            from_user_id: self.user_id,
-            to_user_id: self.to_user_id,
-            amount_minor: self.amount_minor,
-            currency: self.currency,
-            note: self.note,
-            created_at_ms: self.now_ms,
-            idempotency_key: uuid::Uuid::new_v4().to_string(),
-        };
-        let body = record.to_json();
-        let hash = sendonce_server::fingerprint::request_hash("POST", "/v1/transfers", &body);
-        FloorTransfer { record, body, hash }
-    }
-}
-
-/// Everything the server keeps, behind one interface (one implementation per database).
+/// Everything the contract needs of the database, behind one interface (one implementation
+/// per database). The test API and the bench endpoints ask for more, through [`Fixtures`].
 pub trait Store: Send + Sync {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
@@ -355,29 +245,30 @@ pub trait Store: Send + Sync {
             })
         })
     }
-
-    /// Test API: creates a user with an opening balance.
-    fn create_user(&self, user: NewUser) -> Fut<'_, ()>;
-    /// Test API: removes a user or revokes their token; returns rows changed.
-    fn change_user(&self, change: UserChange, user_id: String) -> Fut<'_, usize>;
-    /// Test API: ledger entries after `after`, oldest first.
-    fn ledger_page(&self, after: i64, limit: i64) -> Fut<'_, Vec<EntryJson>>;
-    /// Test API: SMS after `after`, oldest first.
-    fn sms_page(&self, after: i64, limit: i64) -> Fut<'_, Vec<Sms>>;
-    /// Test API: counters.
-    fn stats(&self) -> Fut<'_, Stats>;
-    /// Bench baseline: one plain insert with the durability of a transfer's commit.
-    fn bench_plain(&self, row: PlainRow) -> Fut<'_, i64>;
-    /// Bench floor: the least any design honouring the contract does for one first
-    /// request (its writes, the key lock and look-up day partitions need, the locked
-    /// balance check), each phase one statement; `None` where the backend has no such path.
-    fn bench_floor(&self, _row: PlainRow) -> Option<Fut<'_, i64>> {
-        None
-    }
 }
 
 /// Shared handle to the store.
 pub type SharedStore = Arc<dyn Store>;
+
+/// One opened backend, seen through both of its interfaces: the contract's ([`Store`]) and
+/// server-mock's own test API and bench endpoints ([`Fixtures`]).
+#[derive(Clone)]
+pub struct Opened {
+    /// What the pipeline, the reaper and the relays use.
+    pub store: SharedStore,
+    /// What only the test API and the bench endpoints use.
+    pub fixtures: SharedFixtures,
+}
+
+impl Opened {
+    fn of<S: Store + Fixtures + 'static>(backend: S) -> Self {
+        let backend = Arc::new(backend);
+        Self {
+            store: backend.clone(),
+            fixtures: backend,
+        }
+    }
+}
 
 /// Whether `db` names a PostgreSQL database (`postgres://`, `postgresql://`, or the
 /// key-value form with `host=`); anything else is a SQLite path or `:memory:`.
@@ -397,9 +288,9 @@ pub async fn open(
     timeouts: crate::config::DbTimeouts,
     instance: Instance,
     clock: Arc<crate::clock::Clock>,
-) -> Result<SharedStore, DbError> {
+) -> Result<Opened, DbError> {
     if is_postgres(db) {
-        Ok(Arc::new(
+        Ok(Opened::of(
             postgres::PgStore::open(db, pool_size, timeouts, instance, clock).await?,
         ))
     } else {
@@ -407,20 +298,20 @@ pub async fn open(
         let store = tokio::task::spawn_blocking(move || sqlite::SqliteStore::open(&db, instance))
             .await
             .map_err(|e| DbError::Task(e.to_string()))??;
-        Ok(Arc::new(store))
+        Ok(Opened::of(store))
     }
 }
 
 /// Opens the SQLite file `db` with every call inline on the caller's thread (deterministic rides:
 /// see [`sendonce_server::store::sqlite::Db::open_inline`]). PostgreSQL is refused: its pool, network and leases run in
 /// real time, so no simulation replays on it.
-pub fn open_inline(db: &str, instance: Instance) -> Result<SharedStore, DbError> {
+pub fn open_inline(db: &str, instance: Instance) -> Result<Opened, DbError> {
     if is_postgres(db) {
         return Err(DbError::Task(
             "a simulated clock needs a SQLite store; PostgreSQL runs in real time".into(),
         ));
     }
-    Ok(Arc::new(sqlite::SqliteStore::open_inline(db, instance)?))
+    Ok(Opened::of(sqlite::SqliteStore::open_inline(db, instance)?))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 use super::commit::{decided, fast_debit};
 use super::tests::fresh;
 use super::*;
+use crate::store::{Fixtures, NewUser};
 use crate::transfer::Authorised;
 
 const AMOUNT: i64 = 100;

@@ -23,13 +23,10 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 
-use super::{
-    BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, NewUser, PlainRow, Sms,
-    Stats, Store, UserChange,
-};
+use super::{BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store};
 use crate::config::DbTimeouts;
 use crate::gateway::Authorization;
-use crate::ledger::{EntryJson, TransferRecord};
+use crate::ledger::TransferRecord;
 use crate::reaper::{Resolved, Stuck};
 use crate::transfer::{Caller, Rules};
 use sendonce_server::store::DbError;
@@ -39,6 +36,7 @@ use sendonce_server::{Claim, KeyRow};
 mod accounts;
 mod broker_relay;
 mod commit;
+mod fixtures;
 mod floor;
 mod heartbeat;
 mod keys;
@@ -518,36 +516,6 @@ impl Store for PgStore {
             .await?;
             Ok(())
         })
-    }
-
-    fn create_user(&self, user: NewUser) -> Fut<'_, ()> {
-        Box::pin(
-            async move { in_transaction!(self, |tx| accounts::create_user(&tx, &user).await?) },
-        )
-    }
-
-    fn change_user(&self, change: UserChange, user_id: String) -> Fut<'_, usize> {
-        Box::pin(accounts::change_user(self, change, user_id))
-    }
-
-    fn ledger_page(&self, after: i64, limit: i64) -> Fut<'_, Vec<EntryJson>> {
-        Box::pin(accounts::ledger_page(self, after, limit))
-    }
-
-    fn sms_page(&self, after: i64, limit: i64) -> Fut<'_, Vec<Sms>> {
-        Box::pin(accounts::sms_page(self, after, limit))
-    }
-
-    fn stats(&self) -> Fut<'_, Stats> {
-        Box::pin(accounts::stats(self))
-    }
-
-    fn bench_plain(&self, row: PlainRow) -> Fut<'_, i64> {
-        Box::pin(accounts::bench_plain(self, row))
-    }
-
-    fn bench_floor(&self, row: PlainRow) -> Option<Fut<'_, i64>> {
-        Some(Box::pin(floor::first_request(self, row)))
     }
 }
 

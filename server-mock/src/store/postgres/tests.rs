@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use super::*;
+use crate::store::{Fixtures, NewUser};
 
 /// A store on a fresh database of the test cluster, or `None` without one.
 pub(super) async fn fresh(pool_size: usize) -> Option<PgStore> {
