@@ -3,7 +3,7 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::Serialize;
 
-use crate::clock::rfc3339;
+use sendonce_server::clock::rfc3339;
 use sendonce_server::store::DbError;
 
 /// A transfer as recorded by its ledger debit; its JSON is the 201 body.

@@ -4,7 +4,6 @@
 //! HTTP API; see README.md for the endpoints.
 
 pub mod auth;
-pub mod clock;
 pub mod config;
 pub mod consumers;
 pub mod faults;
@@ -34,8 +33,8 @@ use tokio::task::JoinHandle;
 pub use config::{parse_duration, Secret, ServerConfig};
 pub use http::MAX_BODY_BYTES;
 
-use clock::Clock;
 use faults::Faults;
+use sendonce_server::clock::Clock;
 use sendonce_server::store::DbError;
 use store::{Instance, SharedFixtures, SharedStore};
 

@@ -13,6 +13,7 @@
 //! in the library today and what is still inside server-mock.
 
 pub mod answer;
+pub mod clock;
 pub mod decision;
 pub mod expiry;
 pub mod fingerprint;

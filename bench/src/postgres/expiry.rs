@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sendonce_server::store::postgres::partitions;
 use serde_json::json;
-use server_mock::store::postgres::{self, partitions};
+use server_mock::store::postgres;
 
 use super::{closed_loop, connect, fresh_db, sql, start, timed_load, users, Kind};
 use crate::report::{r3, Report, Row};
@@ -77,7 +78,7 @@ pub(super) async fn drop_vs_delete(report: &mut Report, url: &str, sizes: &[i64]
     let pool = postgres::pool(&db, 2).expect("pool");
     let base = server.base_url();
     let (senders, to) = users(&base).await;
-    let now_bucket = server_mock::clock::Clock::default()
+    let now_bucket = sendonce_server::clock::Clock::default()
         .now_ms()
         .div_euclid(DAY_MS);
     let idle = timed_load(

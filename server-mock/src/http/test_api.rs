@@ -311,7 +311,7 @@ async fn advance_clock(State(app): State<App>, req: Request) -> Result<Response,
     Ok(json(
         StatusCode::OK,
         &ClockNow {
-            now: crate::clock::rfc3339(app.clock.now_ms()),
+            now: sendonce_server::clock::rfc3339(app.clock.now_ms()),
             offset_ms,
         },
     ))

@@ -287,7 +287,7 @@ pub async fn open(
     pool_size: usize,
     timeouts: crate::config::DbTimeouts,
     instance: Instance,
-    clock: Arc<crate::clock::Clock>,
+    clock: Arc<sendonce_server::clock::Clock>,
 ) -> Result<Opened, DbError> {
     if is_postgres(db) {
         Ok(Opened::of(

@@ -120,7 +120,7 @@ impl Store for SqliteStore {
                             beneficiary_id: r.get(0)?,
                             phone: r.get(1)?,
                             name: r.get(2)?,
-                            created_at: crate::clock::rfc3339(r.get(3)?),
+                            created_at: sendonce_server::clock::rfc3339(r.get(3)?),
                         })
                     },
                 )

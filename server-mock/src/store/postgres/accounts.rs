@@ -3,12 +3,12 @@
 use deadpool_postgres::{GenericClient, Transaction};
 
 use super::{exec, opt, rows, PgStore};
-use crate::clock::rfc3339;
 use crate::ledger::EntryJson;
 use crate::store::{
     Beneficiary, BeneficiaryOutcome, NewBeneficiary, NewUser, PlainRow, Sms, Stats, UserChange,
 };
 use crate::transfer::Caller;
+use sendonce_server::clock::rfc3339;
 use sendonce_server::store::DbError;
 
 /// The user a token hash belongs to, if still valid.

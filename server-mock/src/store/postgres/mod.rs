@@ -19,9 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::error::SqlState;
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::NoTls;
 
 use super::{BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store};
 use crate::config::DbTimeouts;
@@ -29,6 +27,10 @@ use crate::gateway::Authorization;
 use crate::ledger::TransferRecord;
 use crate::reaper::{Resolved, Stuck};
 use crate::transfer::{Caller, Rules};
+pub use sendonce_server::store::postgres::is_transient;
+use sendonce_server::store::postgres::{
+    exec, heartbeat, is_conflict, lease, opt, partitions, rows, sqlstate,
+};
 use sendonce_server::store::DbError;
 use sendonce_server::Answer;
 use sendonce_server::{Claim, KeyRow};
@@ -38,10 +40,7 @@ mod broker_relay;
 mod commit;
 mod fixtures;
 mod floor;
-mod heartbeat;
 mod keys;
-pub mod lease;
-pub mod partitions;
 mod relay;
 mod retention;
 mod schema;
@@ -125,45 +124,6 @@ impl Drop for PgStore {
     }
 }
 
-/// Whether `e` is worth running the transaction again: 40001 or 40P01.
-pub fn is_conflict(e: &DbError) -> bool {
-    match e {
-        DbError::Postgres(e) => matches!(
-            e.code(),
-            Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
-        ),
-        _ => false,
-    }
-}
-
-/// Whether `e` is PostgreSQL giving up on a wait (a lock or statement timeout, a session
-/// ended by the server) rather than answering: the transaction rolled back (or, for a
-/// session lost during its COMMIT, its outcome is for the retry to find through the key
-/// row and the ledger), and the request may be retried as it is, with the same key.
-pub fn is_transient(e: &tokio_postgres::Error) -> bool {
-    if e.is_closed() {
-        // The session was ended (a frozen instance's, by `idle_in_transaction_session_timeout`).
-        return true;
-    }
-    matches!(
-        e.code(),
-        Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE
-            || *c == SqlState::QUERY_CANCELED
-            || *c == SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT
-            || *c == SqlState::ADMIN_SHUTDOWN
-            || *c == SqlState::T_R_SERIALIZATION_FAILURE
-            || *c == SqlState::T_R_DEADLOCK_DETECTED
-    )
-}
-
-/// The SQLSTATE of a PostgreSQL error, if `e` is one.
-pub(crate) fn sqlstate(e: &DbError) -> Option<&SqlState> {
-    match e {
-        DbError::Postgres(e) => e.code(),
-        _ => None,
-    }
-}
-
 /// A pool of at most `size` connections to `url`, as the store's own (no schema, no
 /// heartbeat), its sessions under the default [`DbTimeouts`].
 pub fn pool(url: &str, size: usize) -> Result<Pool, DbError> {
@@ -220,7 +180,7 @@ impl PgStore {
         pool_size: usize,
         timeouts: DbTimeouts,
         instance: Instance,
-        clock: std::sync::Arc<crate::clock::Clock>,
+        clock: std::sync::Arc<sendonce_server::clock::Clock>,
     ) -> Result<Self, DbError> {
         let config = session_config(url, &timeouts)?;
         let pool = pool_with(&config, pool_size)?;
@@ -253,36 +213,6 @@ impl PgStore {
     pub async fn client(&self) -> Result<deadpool_postgres::Client, DbError> {
         Ok(self.pool.get().await?)
     }
-}
-
-/// Runs a cached statement, returning its rows.
-pub(crate) async fn rows<C: GenericClient>(
-    c: &C,
-    sql: &str,
-    params: &[&(dyn ToSql + Sync)],
-) -> Result<Vec<Row>, DbError> {
-    let st = c.prepare_cached(sql).await?;
-    Ok(c.query(&st, params).await?)
-}
-
-/// Runs a cached statement, returning at most one row.
-pub(crate) async fn opt<C: GenericClient>(
-    c: &C,
-    sql: &str,
-    params: &[&(dyn ToSql + Sync)],
-) -> Result<Option<Row>, DbError> {
-    let st = c.prepare_cached(sql).await?;
-    Ok(c.query_opt(&st, params).await?)
-}
-
-/// Runs a cached statement, returning the rows it changed.
-pub(crate) async fn exec<C: GenericClient>(
-    c: &C,
-    sql: &str,
-    params: &[&(dyn ToSql + Sync)],
-) -> Result<u64, DbError> {
-    let st = c.prepare_cached(sql).await?;
-    Ok(c.execute(&st, params).await?)
 }
 
 impl Store for PgStore {

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::Pool;
 
 use super::is_transient;
-use sendonce_server::expiry::bucket_width_ms;
-use sendonce_server::store::DbError;
+use crate::expiry::bucket_width_ms;
+use crate::store::DbError;
 
 /// Buckets created ahead of the current one (a week of day buckets).
 pub const AHEAD: i64 = 7;

@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use deadpool_postgres::GenericClient;
 
-use super::{exec, lease, rows, Instance};
-use sendonce_server::store::DbError;
+use super::{exec, lease, rows};
+use crate::lease::Instance;
+use crate::store::DbError;
 
 /// The heartbeat's statement.
 const BEAT: &str = "INSERT INTO server_instances (instance_id, mono_ms, wall_ms) VALUES ($1, $2, $3)
