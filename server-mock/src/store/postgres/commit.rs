@@ -7,11 +7,12 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use super::keys::{complete, hold, release, settle, HOLD};
+use super::keys::settle;
 use super::{in_transaction, is_conflict, opt, retrying, sqlstate, PgStore};
 use crate::gateway::Settle;
 use crate::ledger::TransferRecord;
 use crate::transfer::{self, Authorised, Rules};
+use sendonce_server::store::postgres::keys::{complete, hold, release, HOLD};
 use sendonce_server::store::DbError;
 use sendonce_server::Answer;
 use sendonce_server::Problem;

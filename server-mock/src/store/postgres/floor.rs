@@ -13,9 +13,9 @@
 //! phase-0 key look-up, the balance pre-check, the key row locked before the balance row,
 //! the recipient's limit).
 
-use super::keys::with_partition;
 use super::{exec, opt, PgStore};
 use crate::store::{FloorTransfer, PlainRow};
+use sendonce_server::store::postgres::keys::with_partition;
 use sendonce_server::store::DbError;
 
 /// The contract's claim: key lock, look-up in every partition, insert (schema.rs).
@@ -70,7 +70,7 @@ pub(super) async fn first_request(store: &PgStore, p: PlainRow) -> Result<i64, D
         &instance,
         &body,
     ];
-    with_partition(store, bucket, || exec(&c, CLAIM, &claim)).await?;
+    with_partition(&store.pool, bucket, || exec(&c, CLAIM, &claim)).await?;
     let authorization = format!("auth_{}", uuid::Uuid::new_v4().simple());
     exec(
         &c,

@@ -1,23 +1,22 @@
-//! Idempotency keys on PostgreSQL: claim, the gateway's record, the fence, release,
-//! look-ups, the reaper's resolution (the debit itself is `commit`). The decisions are
+//! Idempotency keys on PostgreSQL as server-mock uses them: the claim fused with the
+//! balance read, the gateway's record, look-ups, the reaper's resolution (the debit itself
+//! is `commit`; the key table's shared statements are sendonce-server's `store::postgres::keys`). The decisions are
 //! those of `reaper::resolve` (SQLite), in the same order, on rows locked `FOR UPDATE`.
 
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::error::SqlState;
 
 use super::commit::{commit_in, debit_by_key};
-use super::{exec, in_transaction, opt, partitions, retrying, rows, sqlstate, PgStore};
+use super::{exec, in_transaction, opt, retrying, rows, sqlstate, PgStore};
 use crate::gateway::{Authorization, Settle};
 use crate::reaper::{Resolved, Stuck};
 use crate::store::{Instance, Lookup, NewClaim};
 use crate::transfer::{self, Rules};
+use sendonce_server::store::postgres::keys::{
+    complete, key_row, read, release, with_partition, KEY_LOCK,
+};
 use sendonce_server::store::DbError;
 use sendonce_server::{Claim, Existing, KeyRow};
-
-/// Serialises every insert of one (user, key) across partitions: a key retried across
-/// midnight lands in another day's partition, where the primary key cannot see the first
-/// row. Held until commit; the NOT EXISTS of the insert then runs on a fresh snapshot.
-const KEY_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))";
 
 /// Phase 1: the key row `IN_PROGRESS` under this instance's lease, and the sender's
 /// balance for the advisory pre-check (0 when the key was taken).
@@ -73,38 +72,11 @@ pub(super) async fn claim(
             Ok((Claim::Exists(existing), 0))
         })
     };
-    with_partition(store, bucket, attempt).await
+    with_partition(&store.pool, bucket, attempt).await
 }
 
 const CLAIM: &str =
     "SELECT claimed, balance FROM sendonce_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)";
-
-/// Runs `insert`; when the bucket has no partition yet (a fresh database, a clock jump
-/// past the ones made ahead), creates it and the next one (the reaper makes the rest) and
-/// runs `insert` once more. A creation that cannot get its lock in time, or that another
-/// instance is making right now, answers [`DbError::Busy`] (503, retry): never a wait
-/// behind a long transaction on the key table.
-pub(super) async fn with_partition<T, F, Fut>(
-    store: &PgStore,
-    bucket: i64,
-    insert: F,
-) -> Result<T, DbError>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<T, DbError>>,
-{
-    let no_partition = |e: &DbError| sqlstate(e) == Some(&SqlState::CHECK_VIOLATION);
-    match insert().await {
-        Err(e) if no_partition(&e) => {
-            partitions::ensure(&store.pool, bucket, bucket + 1).await?;
-            match insert().await {
-                Err(e) if no_partition(&e) => Err(DbError::Busy),
-                other => other,
-            }
-        }
-        other => other,
-    }
-}
 
 /// The gateway's record for (user, key): the first call stores `fresh_id`, later calls
 /// get the stored authorisation back (durable like a claim, see [`claim`]).
@@ -139,15 +111,6 @@ const GATEWAY_RECORD: &str = "WITH async AS (SELECT set_config('synchronous_comm
      ON CONFLICT (user_id, idem_key) DO UPDATE SET calls = gateway_authorizations.calls + 1
      RETURNING authorization_id, calls";
 
-/// The key row for (user, key), if any.
-pub(super) async fn read<C: GenericClient>(
-    c: &C,
-    user_id: &str,
-    key: &str,
-) -> Result<Option<KeyRow>, DbError> {
-    Ok(read_with_currency(c, user_id, key, None).await?.0)
-}
-
 /// The key row for (user, key) and the wallet currency of `recipient`, in one statement
 /// (one row always: the row's columns are NULL without a key row).
 pub(super) async fn read_with_currency<C: GenericClient>(
@@ -167,66 +130,8 @@ pub(super) async fn read_with_currency<C: GenericClient>(
     )
     .await?
     .ok_or_else(|| DbError::Task("key look-up returned no row".into()))?;
-    let row = r.get::<_, Option<String>>(1).map(|state| KeyRow {
-        hash: r.get(0),
-        completed: state == "completed",
-        status: r
-            .get::<_, Option<i32>>(2)
-            .and_then(|s| u16::try_from(s).ok()),
-        body: r.get(3),
-    });
+    let row = key_row(&r);
     Ok((row, r.get(4)))
-}
-
-/// The fence's statement (see [`hold`]).
-pub(super) const HOLD: &str = "SELECT 1 FROM idempotency_keys
-     WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'
-     FOR UPDATE";
-
-/// The fence: locks the key row if it is still `IN_PROGRESS` under `lock_id`.
-pub(super) async fn hold<C: GenericClient>(
-    c: &C,
-    user_id: &str,
-    key: &str,
-    lock_id: &str,
-) -> Result<bool, DbError> {
-    Ok(opt(c, HOLD, &[&user_id, &key, &lock_id]).await?.is_some())
-}
-
-/// Completes the row we hold with its response.
-pub(super) async fn complete<C: GenericClient>(
-    c: &C,
-    user_id: &str,
-    key: &str,
-    lock_id: &str,
-    status: u16,
-    body: &[u8],
-) -> Result<(), DbError> {
-    exec(
-        c,
-        "UPDATE idempotency_keys SET state = 'completed', response_status = $4, response_body = $5
-         WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'",
-        &[&user_id, &key, &lock_id, &i32::from(status), &body],
-    )
-    .await?;
-    Ok(())
-}
-
-/// Releases (deletes) the row we hold, so a retry executes from scratch.
-pub(super) async fn release<C: GenericClient>(
-    c: &C,
-    user_id: &str,
-    key: &str,
-    lock_id: &str,
-) -> Result<(), DbError> {
-    exec(
-        c,
-        "DELETE FROM idempotency_keys
-         WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'",
-        &[&user_id, &key, &lock_id],
-    )
-    .await?;
-    Ok(())
 }
 
 /// The ledger first (it outlives the key row), then the key row.
@@ -281,7 +186,7 @@ pub(super) async fn close_unexecuted(
             }
         })
     };
-    with_partition(store, bucket, attempt).await
+    with_partition(&store.pool, bucket, attempt).await
 }
 
 /// Every key `IN_PROGRESS`, with its holder and lease, for the reaper to judge.

@@ -243,7 +243,10 @@ impl Store for PgStore {
     }
 
     fn key_row(&self, user_id: String, key: String) -> Fut<'_, Option<KeyRow>> {
-        Box::pin(async move { keys::read(&self.client().await?, &user_id, &key).await })
+        Box::pin(async move {
+            sendonce_server::store::postgres::keys::read(&self.client().await?, &user_id, &key)
+                .await
+        })
     }
 
     fn key_row_and_currency(

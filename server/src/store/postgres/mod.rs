@@ -1,8 +1,9 @@
 //! The PostgreSQL store's shared parts: leases judged across instances ([`lease`],
 //! [`heartbeat`]), the key table partitioned by day and expired by dropping a partition
 //! ([`partitions`]), what an error means for a retry ([`is_conflict`], [`is_transient`]),
-//! and cached statements ([`rows`], [`opt`], [`exec`]). The key table's own statements and
-//! the engine's transactions are still inside server-mock (`store/postgres/`) and move next.
+//! the key table's shared statements ([`keys`]), and cached statements ([`rows`], [`opt`],
+//! [`exec`]). The claim and the engine's transactions are still inside server-mock
+//! (`store/postgres/`) and move next.
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::error::SqlState;
@@ -12,6 +13,7 @@ use tokio_postgres::Row;
 use super::DbError;
 
 pub mod heartbeat;
+pub mod keys;
 pub mod lease;
 pub mod partitions;
 

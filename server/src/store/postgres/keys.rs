@@ -1,0 +1,121 @@
+//! The key table on PostgreSQL: the statements every request and every reaper share — the
+//! per-key lock across day partitions, the fence, completion, release, the read — and a
+//! claim's second try once its day's partition exists. The claim itself stays the
+//! application's: it may fuse the insert with reads of its own in one statement.
+
+use deadpool_postgres::{GenericClient, Pool};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::Row;
+
+use super::{exec, opt, partitions, sqlstate};
+use crate::decision::KeyRow;
+use crate::store::DbError;
+
+/// Serialises every insert of one (user, key) across partitions: a key retried across
+/// midnight lands in another day's partition, where the primary key cannot see the first
+/// row. Held until commit; the NOT EXISTS of the insert then runs on a fresh snapshot.
+pub const KEY_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 0))";
+
+/// The key row for (user, key), if any (the newest bucket's: a key retried across midnight
+/// has one row, serialised by [`KEY_LOCK`]).
+pub async fn read<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    key: &str,
+) -> Result<Option<KeyRow>, DbError> {
+    Ok(opt(
+        c,
+        "SELECT request_hash, state, response_status, response_body FROM idempotency_keys
+         WHERE user_id = $1 AND idem_key = $2 ORDER BY bucket DESC LIMIT 1",
+        &[&user_id, &key],
+    )
+    .await?
+    .and_then(|r| key_row(&r)))
+}
+
+/// A key row from the first four columns of `r` (`request_hash, state, response_status,
+/// response_body`); `None` when `state` is NULL (an outer join found no row).
+pub fn key_row(r: &Row) -> Option<KeyRow> {
+    r.get::<_, Option<String>>(1).map(|state| KeyRow {
+        hash: r.get(0),
+        completed: state == "completed",
+        status: r
+            .get::<_, Option<i32>>(2)
+            .and_then(|s| u16::try_from(s).ok()),
+        body: r.get(3),
+    })
+}
+
+/// The fence's statement (see [`hold`]).
+pub const HOLD: &str = "SELECT 1 FROM idempotency_keys
+     WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'
+     FOR UPDATE";
+
+/// The fence: locks the key row if it is still `IN_PROGRESS` under `lock_id`.
+pub async fn hold<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    key: &str,
+    lock_id: &str,
+) -> Result<bool, DbError> {
+    Ok(opt(c, HOLD, &[&user_id, &key, &lock_id]).await?.is_some())
+}
+
+/// Completes the row we hold with its response.
+pub async fn complete<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    key: &str,
+    lock_id: &str,
+    status: u16,
+    body: &[u8],
+) -> Result<(), DbError> {
+    exec(
+        c,
+        "UPDATE idempotency_keys SET state = 'completed', response_status = $4, response_body = $5
+         WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'",
+        &[&user_id, &key, &lock_id, &i32::from(status), &body],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Releases (deletes) the row we hold, so a retry executes from scratch.
+pub async fn release<C: GenericClient>(
+    c: &C,
+    user_id: &str,
+    key: &str,
+    lock_id: &str,
+) -> Result<(), DbError> {
+    exec(
+        c,
+        "DELETE FROM idempotency_keys
+         WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'",
+        &[&user_id, &key, &lock_id],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Runs `insert`; when the bucket has no partition yet (a fresh database, a clock jump
+/// past the ones made ahead), creates it and the next one (the reaper makes the rest) and
+/// runs `insert` once more. A creation that cannot get its lock in time, or that another
+/// instance is making right now, answers [`DbError::Busy`] (503, retry): never a wait
+/// behind a long transaction on the key table.
+pub async fn with_partition<T, F, Fut>(pool: &Pool, bucket: i64, insert: F) -> Result<T, DbError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, DbError>>,
+{
+    let no_partition = |e: &DbError| sqlstate(e) == Some(&SqlState::CHECK_VIOLATION);
+    match insert().await {
+        Err(e) if no_partition(&e) => {
+            partitions::ensure(pool, bucket, bucket + 1).await?;
+            match insert().await {
+                Err(e) if no_partition(&e) => Err(DbError::Busy),
+                other => other,
+            }
+        }
+        other => other,
+    }
+}
