@@ -8,8 +8,9 @@ use std::time::Instant;
 
 use rusqlite::{params, Connection, TransactionBehavior};
 use sendonce_server::fingerprint::request_hash;
-use sendonce_server::store::sqlite::keys::{self, NewKey};
+use sendonce_server::store::sqlite::keys;
 use sendonce_server::store::sqlite::Db;
+use sendonce_server::store::NewKey;
 use sendonce_server::{Claim, Lease};
 use server_mock::consumers::{Consumer, TransferDone};
 use server_mock::ledger::{self, TransferRecord};

@@ -16,8 +16,8 @@ use sendonce_server::decision::Claim;
 use sendonce_server::expiry::bucket_width_ms;
 use sendonce_server::fingerprint::request_hash;
 use sendonce_server::key;
-use sendonce_server::store::sqlite::keys::{self, NewKey};
-use sendonce_server::store::DbError;
+use sendonce_server::store::sqlite::keys;
+use sendonce_server::store::{DbError, NewKey};
 use sendonce_server::{Answer, Instance, Problem};
 
 const KEY_WINDOW_MS: i64 = 48 * 3_600_000;

@@ -8,7 +8,8 @@ use rusqlite::Connection;
 use sendonce_server::decision::{Claim, Existing};
 use sendonce_server::expiry::bucket_width_ms;
 use sendonce_server::fingerprint::request_hash;
-use sendonce_server::store::sqlite::keys::{self, NewKey};
+use sendonce_server::store::sqlite::keys;
+use sendonce_server::store::NewKey;
 use sendonce_server::Instance;
 
 const WINDOW: i64 = 48 * 3_600_000;

@@ -13,9 +13,10 @@ use crate::ledger::{self, TransferRecord};
 use crate::outbox;
 use crate::reaper::{self, Resolved, Stuck};
 use crate::transfer::{self, Caller, Rules};
-use sendonce_server::store::sqlite::keys::{self, NewKey};
+use sendonce_server::store::sqlite::keys;
 use sendonce_server::store::sqlite::{Db, Durability};
 use sendonce_server::store::DbError;
+use sendonce_server::store::NewKey;
 use sendonce_server::Answer;
 use sendonce_server::{Claim, KeyRow, Lease};
 

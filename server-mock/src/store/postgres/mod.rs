@@ -100,7 +100,7 @@ where
 }
 
 pub use relay::batch_sizes;
-pub use schema::fresh_database;
+pub use sendonce_server::store::postgres::schema::fresh_database;
 
 /// The PostgreSQL store of one server instance.
 pub struct PgStore {

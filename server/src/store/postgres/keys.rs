@@ -1,15 +1,16 @@
 //! The key table on PostgreSQL: the statements every request and every reaper share — the
-//! per-key lock across day partitions, the fence, completion, release, the read — and a
-//! claim's second try once its day's partition exists. The claim itself stays the
-//! application's: it may fuse the insert with reads of its own in one statement.
+//! per-key lock across day partitions, the claim, the fence, completion, release, the read —
+//! and a claim's second try once its day's partition exists. An application may fuse the
+//! claim with reads of its own in one statement around `sendonce_claim_key` (server-mock
+//! reads the balance that way).
 
 use deadpool_postgres::{GenericClient, Pool};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Row;
 
 use super::{exec, opt, partitions, sqlstate};
-use crate::decision::KeyRow;
-use crate::store::DbError;
+use crate::decision::{Claim, Existing, KeyRow};
+use crate::store::{DbError, NewKey};
 
 /// Serialises every insert of one (user, key) across partitions: a key retried across
 /// midnight lands in another day's partition, where the primary key cannot see the first
@@ -118,4 +119,42 @@ where
         }
         other => other,
     }
+}
+
+/// Phase 1: inserts the key row `IN_PROGRESS` under `k.lease`, or finds the row that is
+/// there. One autocommit statement (`sendonce_claim_key`: the per-key lock, then the insert
+/// if no partition holds the key); the day's partition is made if it is missing.
+pub async fn claim(pool: &Pool, k: &NewKey<'_>) -> Result<Claim, DbError> {
+    let bucket = k.now_ms.div_euclid(k.bucket_width_ms);
+    let attempt = || async {
+        let client = pool.get().await?;
+        let claimed = opt(
+            &client,
+            "SELECT sendonce_claim_key($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            &[
+                &k.user_id,
+                &k.key,
+                &k.hash,
+                &k.lock_id,
+                &k.now_ms,
+                &bucket,
+                &k.lease.instance,
+                &k.lease.mono_ms,
+                &k.body,
+            ],
+        )
+        .await?
+        .is_some_and(|r| r.get::<_, bool>(0));
+        if claimed {
+            return Ok(Claim::Acquired);
+        }
+        // Committed before our key lock was granted, so this read sees it.
+        Ok(Claim::Exists(
+            match read(&client, k.user_id, k.key).await? {
+                Some(row) => row.into_existing(k.hash),
+                None => Existing::InProgress { same_request: true },
+            },
+        ))
+    };
+    with_partition(pool, bucket, attempt).await
 }

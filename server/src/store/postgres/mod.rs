@@ -16,6 +16,7 @@ pub mod heartbeat;
 pub mod keys;
 pub mod lease;
 pub mod partitions;
+pub mod schema;
 
 /// Whether `e` is worth running the transaction again: 40001 or 40P01.
 pub fn is_conflict(e: &DbError) -> bool {

@@ -5,29 +5,8 @@
 use super::atomically;
 use crate::decision::{Claim, Existing, KeyRow};
 use crate::expiry::first_kept_bucket;
-use crate::lease::Lease;
-use crate::store::DbError;
+use crate::store::{DbError, NewKey};
 use rusqlite::{params, Connection, OptionalExtension};
-
-/// Everything needed to insert a key row.
-pub struct NewKey<'a> {
-    /// Owner of the key (keys are scoped per user).
-    pub user_id: &'a str,
-    /// The normalised key.
-    pub key: &'a str,
-    /// Fingerprint of the request.
-    pub hash: &'a [u8],
-    /// Random id of this attempt, so only the owner can complete the row.
-    pub lock_id: &'a str,
-    /// The lease: which server process holds the lock, and when it took it.
-    pub lease: Lease<'a>,
-    /// The exact request body (the reaper finishes an authorised transfer from it).
-    pub body: &'a [u8],
-    /// Server time now.
-    pub now_ms: i64,
-    /// Expiry bucket width.
-    pub bucket_width_ms: i64,
-}
 
 /// Phase 1: insert the key row `IN_PROGRESS`; the primary key decides a race.
 ///
