@@ -4,12 +4,13 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::group::{self, GroupJob, Job, Write};
+pub use super::group::Durability;
+use super::group::{self, lock, GroupJob, Job, Write};
 use super::keys;
 use crate::store::DbError;
 
@@ -37,18 +38,6 @@ pub struct Db {
     auth: Arc<Mutex<Connection>>,
     /// The writer thread's queue; `None`: every call runs inline (deterministic rides).
     jobs: Option<mpsc::SyncSender<Job>>,
-}
-
-/// How durable a write must be when its caller gets the answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
-    /// `synchronous=FULL`: on disk (WAL fsynced) before the job's result is delivered.
-    Full,
-    /// `synchronous=NORMAL`: committed and visible, survives a process crash, and becomes
-    /// durable with the next FULL commit (in WAL mode an fsync covers every earlier frame),
-    /// but a power loss before that may forget it. Only for writes whose loss moves no
-    /// money and is repaired by a client retry (the key claim, see `transfer::run`).
-    Normal,
 }
 
 /// Write jobs that may wait for the writer (a few seconds of peak load).
@@ -134,12 +123,6 @@ impl Db {
         Ok(conn)
     }
 
-    /// Locks the connection; a poisoned lock is recovered because every write runs in a
-    /// transaction that rolled back when the panicking code dropped it.
-    pub(super) fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
-        conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// Runs `f` with the writer connection on the blocking pool.
     pub async fn call<R, F>(&self, f: F) -> Result<R, DbError>
     where
@@ -171,7 +154,7 @@ impl Db {
                     DbError::Task("database writer stopped".into())
                 }
             })?,
-            None => group::run_group(&mut Self::lock(&self.conn), durability, vec![job]),
+            None => group::run_group(&mut lock(&self.conn), durability, vec![job]),
         }
         rx.await
             .map_err(|_| DbError::Task("database writer dropped the job".into()))?
@@ -201,13 +184,13 @@ impl Db {
         F: FnOnce(&mut Connection) -> Result<R, DbError> + Send + 'static,
     {
         if self.jobs.is_none() {
-            let mut guard = Self::lock(conn);
+            let mut guard = lock(conn);
             return catch_unwind(AssertUnwindSafe(|| f(&mut guard)))
                 .unwrap_or_else(|_| Err(DbError::Task("database call panicked".into())));
         }
         let conn = Arc::clone(conn);
         tokio::task::spawn_blocking(move || {
-            let mut guard = Self::lock(&conn);
+            let mut guard = lock(&conn);
             f(&mut guard)
         })
         .await
@@ -228,12 +211,6 @@ fn create_private(path: &str) -> Result<(), DbError> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(DbError::Task(format!("cannot create {path}: {e}"))),
     }
-}
-
-/// Runs one cached statement without parameters.
-pub(super) fn exec(c: &Connection, sql: &str) -> Result<(), rusqlite::Error> {
-    c.prepare_cached(sql)?.execute([])?;
-    Ok(())
 }
 
 #[cfg(test)]

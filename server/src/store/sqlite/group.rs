@@ -18,13 +18,36 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::db::{exec, Db, Durability};
 use crate::store::DbError;
+
+/// How durable a write must be when its caller gets the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous=FULL`: on disk (WAL fsynced) before the job's result is delivered.
+    Full,
+    /// `synchronous=NORMAL`: committed and visible, survives a process crash, and becomes
+    /// durable with the next FULL commit (in WAL mode an fsync covers every earlier frame),
+    /// but a power loss before that may forget it. Only for writes whose loss moves no
+    /// money and is repaired by a client retry (the key claim, see `transfer::run`).
+    Normal,
+}
+
+/// Locks the connection; a poisoned lock is recovered because every write runs in a
+/// transaction that rolled back when the panicking code dropped it.
+pub(super) fn lock(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs one cached statement without parameters.
+fn exec(c: &Connection, sql: &str) -> Result<(), rusqlite::Error> {
+    c.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
 
 /// Most jobs run in one group transaction.
 const MAX_GROUP: usize = 128;
@@ -72,7 +95,7 @@ impl Failure {
 /// A job and the durability its caller asked for.
 pub(super) type Job = (Durability, Box<dyn GroupJob>);
 
-/// [`Db::write`]'s job: the closure, its last result and where that result goes.
+/// `Db::write`'s job: the closure, its last result and where that result goes.
 pub(super) struct Write<R, F> {
     f: F,
     result: Option<Result<R, DbError>>,
@@ -134,7 +157,7 @@ pub(super) fn group_writer(conn: &Mutex<Connection>, queue: &mpsc::Receiver<Job>
                 None
             };
         }
-        let mut c = Db::lock(conn);
+        let mut c = lock(conn);
         // NORMAL jobs first, in their own transaction: they are answered without waiting for
         // an fsync, and the FULL commit right after (if any) makes them durable too. Jobs in
         // one queue are concurrent requests, so any order between them is a valid one.
@@ -261,6 +284,8 @@ fn transaction(
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+
+    use crate::store::sqlite::Db;
 
     use super::*;
 

@@ -10,7 +10,7 @@ mod auth_reader {
         // A long listing holds the reader connection...
         let held = Arc::clone(&db.reader);
         let guard = std::thread::spawn(move || {
-            let _g = Db::lock(&held);
+            let _g = super::super::lock(&held);
             std::thread::sleep(std::time::Duration::from_secs(30));
         });
         // ...and authentication still reads at once, on its own connection.
