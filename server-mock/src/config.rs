@@ -36,7 +36,7 @@ pub struct ServerConfig {
     /// Highest balance a wallet may reach; a transfer past it is refused (stored 422).
     pub max_balance_minor: i64,
     /// Where the relay publishes outbox events (`--broker`).
-    pub broker: crate::relay::Destination,
+    pub broker: Destination,
     /// The single-broker development setup (`--kafka-single-broker-dev`): relay to topics
     /// with one replica, whose acks a lost broker can take back. Off, the relay refuses them.
     pub kafka_single_broker_dev: bool,
@@ -67,7 +67,7 @@ impl Default for ServerConfig {
             quotas: crate::quota::QuotaLimits::default(),
             // 10^17 minor units: 10^5 x the largest test deposit, 10^-2 x i64::MAX.
             max_balance_minor: 100_000_000_000_000_000,
-            broker: crate::relay::Destination::InProcess,
+            broker: Destination::InProcess,
             kafka_single_broker_dev: false,
             #[cfg(feature = "unfenced")]
             unfenced: false,
@@ -207,9 +207,42 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("duration {text:?} is too large"))
 }
 
+/// Where outbox events go.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Destination {
+    /// The wallet and SMS consumers inside this process, on this database.
+    #[default]
+    InProcess,
+    /// A Kafka broker: `kafka://HOST:PORT[/NAMESPACE]`.
+    Kafka(String),
+}
+
+impl Destination {
+    /// Parses `--broker`: `kafka://…`, or `in-process`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "in-process" => Ok(Destination::InProcess),
+            s if s.starts_with("kafka://") => Ok(Destination::Kafka(s.to_string())),
+            s => Err(format!(
+                "--broker must be kafka://HOST:PORT or in-process, got {s:?}"
+            )),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_the_broker_flag() {
+        assert_eq!(Destination::parse("in-process"), Ok(Destination::InProcess));
+        assert_eq!(
+            Destination::parse("kafka://127.0.0.1:9092/ns"),
+            Ok(Destination::Kafka("kafka://127.0.0.1:9092/ns".into()))
+        );
+        assert!(Destination::parse("127.0.0.1:9092").is_err());
+    }
 
     #[test]
     fn parses_all_units() {

@@ -79,8 +79,8 @@ struct Args {
     #[arg(long, default_value_t = 20_000)]
     keys_per_hour: u32,
     /// Where the relay publishes outbox events: kafka://HOST:PORT[/NAMESPACE], or in-process.
-    #[arg(long, default_value = "in-process", value_parser = server_mock::relay::Destination::parse)]
-    broker: server_mock::relay::Destination,
+    #[arg(long, default_value = "in-process", value_parser = server_mock::config::Destination::parse)]
+    broker: server_mock::config::Destination,
     /// Relay to a single-broker development setup: topics with one replica or
     /// min.insync.replicas 1 (refused without this: an ack there is one copy).
     #[arg(long)]

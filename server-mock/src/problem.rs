@@ -10,7 +10,7 @@ use sendonce_server::Problem;
 pub fn from_db(e: sendonce_server::store::DbError) -> Problem {
     match e {
         sendonce_server::store::DbError::Postgres(ref pg)
-            if crate::store::postgres::is_transient(pg) =>
+            if sendonce_server::store::postgres::is_transient(pg) =>
         {
             tracing::warn!(%e, "PostgreSQL gave up waiting; answering 503");
             Problem::busy()

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 use sendonce::{Clock, SimClock};
 use serde_json::{json, Value};
-use server_mock::relay::Destination;
+use server_mock::config::Destination;
 use server_mock::ServerConfig;
 
 use crate::backend::{Backend, Kind};

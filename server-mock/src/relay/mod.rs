@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::config::Destination;
 use crate::{outbox, App, ServerError};
 
 /// Events read and published per round.
@@ -23,29 +24,6 @@ const BATCH: usize = 256;
 const POLL: Duration = Duration::from_millis(50);
 /// Pause after a failed publish before trying again.
 const BACKOFF: Duration = Duration::from_millis(500);
-
-/// Where outbox events go.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Destination {
-    /// The wallet and SMS consumers inside this process, on this database.
-    #[default]
-    InProcess,
-    /// A Kafka broker: `kafka://HOST:PORT[/NAMESPACE]`.
-    Kafka(String),
-}
-
-impl Destination {
-    /// Parses `--broker`: `kafka://…`, or `in-process`.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "in-process" => Ok(Destination::InProcess),
-            s if s.starts_with("kafka://") => Ok(Destination::Kafka(s.to_string())),
-            s => Err(format!(
-                "--broker must be kafka://HOST:PORT or in-process, got {s:?}"
-            )),
-        }
-    }
-}
 
 /// Delivers outbox events somewhere outside this database.
 pub trait Publisher: Send + Sync + 'static {
@@ -140,20 +118,5 @@ async fn crash_point_after_ack() {
             sendonce_streams::crash::point(sendonce_streams::crash::RELAY_AFTER_ACK)
         })
         .await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_the_broker_flag() {
-        assert_eq!(Destination::parse("in-process"), Ok(Destination::InProcess));
-        assert_eq!(
-            Destination::parse("kafka://127.0.0.1:9092/ns"),
-            Ok(Destination::Kafka("kafka://127.0.0.1:9092/ns".into()))
-        );
-        assert!(Destination::parse("127.0.0.1:9092").is_err());
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use sendonce::transport::BoxFuture;
-use server_mock::relay::Destination;
+use server_mock::config::Destination;
 use server_mock::ServerConfig;
 
 use super::{Backend, Determinism, Entry};

@@ -13,7 +13,7 @@
 //! Every pooled session runs under [`DbTimeouts`] (`lock_timeout`, `statement_timeout`,
 //! `idle_in_transaction_session_timeout`), so a session frozen inside a transaction holds
 //! nobody for longer than a lock timeout: the waiter's statement fails, its transaction
-//! rolls back, and the request answers 503 with `Retry-After` ([`is_transient`]).
+//! rolls back, and the request answers 503 with `Retry-After` ([`is_transient`](sendonce_server::store::postgres::is_transient)).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -27,7 +27,6 @@ use crate::gateway::Authorization;
 use crate::ledger::TransferRecord;
 use crate::reaper::{Resolved, Stuck};
 use crate::transfer::{Caller, Rules};
-pub use sendonce_server::store::postgres::is_transient;
 use sendonce_server::store::postgres::{
     exec, heartbeat, is_conflict, lease, opt, partitions, rows, sqlstate,
 };
