@@ -4,13 +4,13 @@
 //! claim whose day has no partition yet.
 
 use sendonce_server::decision::Claim;
-use sendonce_server::expiry::bucket_width_ms;
 use sendonce_server::fingerprint::request_hash;
 use sendonce_server::store::postgres::{keys, schema};
-use sendonce_server::store::NewKey;
 use sendonce_server::Instance;
 
-const WINDOW: i64 = 48 * 3_600_000;
+mod common;
+
+use common::{new_key, status_of};
 
 async fn pool() -> Option<deadpool_postgres::Pool> {
     let Ok(url) = std::env::var("SENDONCE_TEST_POSTGRES") else {
@@ -43,28 +43,9 @@ async fn claim(
     now: i64,
 ) -> Claim {
     let hash = request_hash("POST", "/v1/orders", body);
-    keys::claim(
-        pool,
-        &NewKey {
-            user_id: "u1",
-            key,
-            hash: &hash,
-            lock_id: lock,
-            lease: who.lease(),
-            body,
-            now_ms: now,
-            bucket_width_ms: bucket_width_ms(WINDOW),
-        },
-    )
-    .await
-    .expect("claim")
-}
-
-fn status_of(c: Claim) -> u16 {
-    match c {
-        Claim::Acquired => 0,
-        Claim::Exists(e) => e.answer().status,
-    }
+    keys::claim(pool, &new_key(who, key, &hash, body, lock, now))
+        .await
+        .expect("claim")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

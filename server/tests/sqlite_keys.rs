@@ -9,10 +9,11 @@ use sendonce_server::decision::{Claim, Existing};
 use sendonce_server::expiry::bucket_width_ms;
 use sendonce_server::fingerprint::request_hash;
 use sendonce_server::store::sqlite::keys;
-use sendonce_server::store::NewKey;
 use sendonce_server::Instance;
 
-const WINDOW: i64 = 48 * 3_600_000;
+mod common;
+
+use common::{new_key, status_of, WINDOW};
 
 fn open(path: &std::path::Path) -> Connection {
     let c = Connection::open(path).unwrap();
@@ -31,27 +32,7 @@ fn claim(
     now: i64,
 ) -> Claim {
     let hash = request_hash("POST", "/v1/orders", body);
-    keys::claim(
-        c,
-        &NewKey {
-            user_id: "u1",
-            key,
-            hash: &hash,
-            lock_id: lock,
-            lease: who.lease(),
-            body,
-            now_ms: now,
-            bucket_width_ms: bucket_width_ms(WINDOW),
-        },
-    )
-    .unwrap()
-}
-
-fn status_of(claim: Claim) -> u16 {
-    match claim {
-        Claim::Acquired => 0,
-        Claim::Exists(existing) => existing.answer().status,
-    }
+    keys::claim(c, &new_key(who, key, &hash, body, lock, now)).unwrap()
 }
 
 #[test]
