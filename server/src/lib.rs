@@ -15,14 +15,18 @@
 pub mod answer;
 pub mod clock;
 pub mod decision;
+pub mod engine;
 pub mod expiry;
 pub mod fingerprint;
 pub mod key;
 pub mod lease;
+pub mod outcome;
 pub mod problem;
 pub mod store;
 
 pub use answer::Answer;
 pub use decision::{Claim, Existing, KeyRow};
+pub use engine::{Engine, Operation, Request};
 pub use lease::{Instance, Lease};
+pub use outcome::{Event, Outcome};
 pub use problem::{Problem, PROBLEM_JSON};

@@ -3,6 +3,8 @@
 
 use deadpool_postgres::PoolError;
 
+use crate::problem::Problem;
+
 /// Errors from the storage layer.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
@@ -47,6 +49,31 @@ impl From<PoolError> for DbError {
             PoolError::Timeout(_) => DbError::Busy,
             PoolError::Backend(e) => DbError::Postgres(e),
             other => DbError::Task(format!("connection pool: {other}")),
+        }
+    }
+}
+
+impl DbError {
+    /// How this error answers a client: 503 `busy` with `Retry-After` when retrying with
+    /// the same key will do — the writer's queue is full, no pooled connection came free,
+    /// SQLite's disk is full, PostgreSQL gave up waiting (a lock or statement timeout, a
+    /// session it ended: the transaction rolled back, or — a session lost during its COMMIT
+    /// — its outcome is for the retry with the same key to find); else 500
+    /// ([`Problem::internal`], the cause logged, never sent).
+    pub fn into_problem(self) -> Problem {
+        match self {
+            DbError::Postgres(ref pg) if super::postgres::is_transient(pg) => {
+                tracing::warn!(%self, "PostgreSQL gave up waiting; answering 503");
+                Problem::busy()
+            }
+            DbError::Busy | DbError::Conflict(_) => Problem::busy(),
+            // The transaction rolled back, nothing of it is stored, and the same request
+            // succeeds once space returns.
+            ref full if full.is_disk_full() => {
+                tracing::warn!(%self, "the database's disk is full; answering 503");
+                Problem::busy()
+            }
+            other => Problem::internal(other),
         }
     }
 }

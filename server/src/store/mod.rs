@@ -1,6 +1,7 @@
 //! Where the contract's tables live: one folder per database, the same jobs under the same
-//! file names, all the SQL of the engine's tables inside it. The SQLite key table is here;
-//! of the PostgreSQL store, its leases, partitions and heartbeats (the rest moves next).
+//! file names, all the SQL of the engine's tables inside it (`keys.rs`: the key table;
+//! `outbox.rs`: the events; `contract.rs`: [`Keys`] for the engine). The engine
+//! ([`crate::engine`]) talks to a store only through [`Keys`].
 
 mod error;
 pub mod postgres;
@@ -8,7 +9,15 @@ pub mod sqlite;
 
 pub use error::DbError;
 
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::answer::Answer;
+use crate::decision::{Claim, KeyRow};
 use crate::lease::Lease;
+
+/// A store call in flight.
+pub type Fut<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbError>> + Send + 'a>>;
 
 /// Everything needed to insert a key row.
 pub struct NewKey<'a> {
@@ -28,4 +37,47 @@ pub struct NewKey<'a> {
     pub now_ms: i64,
     /// Expiry bucket width.
     pub bucket_width_ms: i64,
+}
+
+/// A key this request holds: what the fence checks before the unit of work runs.
+#[derive(Debug, Clone)]
+pub struct Fence {
+    /// Owner of the key (the principal).
+    pub scope: String,
+    /// The normalised key.
+    pub key: String,
+    /// This attempt's lock id: only its holder may complete or release the row.
+    pub lock_id: String,
+    /// Server time when the key was claimed.
+    pub claimed_at_ms: i64,
+}
+
+/// What the engine asks of a store: one call per phase, each one transaction (or one read).
+/// Implemented by [`sqlite::SqliteKeys`] and [`postgres::PgKeys`].
+pub trait Keys: Send + Sync + 'static {
+    /// The application's fenced unit of work on this store: it runs inside the transaction
+    /// that checked the fence and that stores its [`crate::Outcome`] under the key.
+    type Work: Send + 'static;
+
+    /// The key row for (scope, key), if any (a read; never waits for a writer).
+    fn read<'a>(&'a self, scope: &'a str, key: &'a str) -> Fut<'a, Option<KeyRow>>;
+    /// Inserts the key row `IN_PROGRESS`, or finds the row already there (the primary key
+    /// decides a race, never a read-then-write).
+    fn claim<'a>(&'a self, new: NewKey<'a>) -> Fut<'a, Claim>;
+    /// One transaction: the fence (the row is still ours), then `work`, its events into
+    /// the outbox and its outcome stored under the key. A lost fence runs nothing and
+    /// answers 409 `idempotency_key_in_use` (whoever holds the key now decides).
+    fn commit<'a>(&'a self, fence: &'a Fence, work: Self::Work) -> Fut<'a, Answer>;
+    /// Deletes the row we hold (nothing committed), so a retry runs from scratch.
+    fn release<'a>(&'a self, fence: &'a Fence) -> Fut<'a, ()>;
+    /// Closes a key nothing ran under with the stored `not_found` answer (status 404), so
+    /// "not executed" stays true; `None` when this call closed it, else the row there.
+    fn close_unexecuted<'a>(
+        &'a self,
+        scope: &'a str,
+        key: &'a str,
+        now_ms: i64,
+        bucket_width_ms: i64,
+        not_found: Vec<u8>,
+    ) -> Fut<'a, Option<KeyRow>>;
 }

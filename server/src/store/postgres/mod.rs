@@ -12,11 +12,15 @@ use tokio_postgres::Row;
 
 use super::DbError;
 
+mod contract;
 pub mod heartbeat;
 pub mod keys;
 pub mod lease;
+pub mod outbox;
 pub mod partitions;
 pub mod schema;
+
+pub use contract::{work, PgKeys, Work, WorkFut};
 
 /// Whether `e` is worth running the transaction again: 40001 or 40P01.
 pub fn is_conflict(e: &DbError) -> bool {

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 pub use super::group::Durability;
 use super::group::{self, lock, GroupJob, Job, Write};
-use super::keys;
+use super::{keys, outbox};
 use crate::store::DbError;
 
 /// Creates (idempotently) and migrates the application's own tables on the writer connection,
@@ -118,6 +118,7 @@ impl Db {
         conn.pragma_update(None, "wal_autocheckpoint", 10_000)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         keys::create(&conn)?;
+        outbox::create(&conn)?;
         schema(&conn)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)

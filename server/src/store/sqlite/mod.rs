@@ -6,10 +6,13 @@ use rusqlite::Connection;
 
 use super::DbError;
 
+mod contract;
 mod db;
 mod group;
 pub mod keys;
+pub mod outbox;
 
+pub use contract::{SqliteKeys, Work};
 pub use db::{Db, Durability, Schema};
 
 /// Runs `f` as one transaction: its own on a connection outside any (a bare connection),
