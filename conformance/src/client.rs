@@ -61,9 +61,29 @@ pub struct Answer {
     pub headers: HeaderMap,
     /// Exact body bytes.
     pub body: Vec<u8>,
+    /// The body field that names the operation (`transfer_id` unless the profile says).
+    pub id_field: Arc<str>,
 }
 
 impl Answer {
+    /// The id of the operation this answer names, if it is a success that names one.
+    pub fn id(&self) -> Option<String> {
+        self.field(&self.id_field)
+    }
+
+    /// Status, `replayed` and the problem code: what a tally of answers counts.
+    pub fn label(&self) -> String {
+        let mut s = self.status.to_string();
+        if self.replayed() {
+            s.push_str(" replayed");
+        }
+        if let Some(code) = self.code() {
+            s.push(' ');
+            s.push_str(&code);
+        }
+        s
+    }
+
     /// A header as text.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
@@ -98,16 +118,9 @@ impl Answer {
 
     /// `201 replayed transfer_id=…` / `400 idempotency_key_missing`: for evidence lines.
     pub fn summary(&self) -> String {
-        let mut s = self.status.to_string();
-        if self.replayed() {
-            s.push_str(" replayed");
-        }
-        if let Some(code) = self.code() {
-            s.push(' ');
-            s.push_str(&code);
-        } else if let Some(id) = self.field("transfer_id") {
-            s.push_str(" transfer_id=");
-            s.push_str(&id);
+        let mut s = self.label();
+        if let (None, Some(id)) = (self.code(), self.id()) {
+            s.push_str(&format!(" {}={id}", self.id_field));
         }
         s
     }
@@ -133,6 +146,8 @@ pub struct Api {
     proxy_http: reqwest::Client,
     timeout: Duration,
     test_token: Option<String>,
+    account_path: String,
+    id_field: Arc<str>,
     log: Arc<Mutex<Vec<Exchange>>>,
 }
 
@@ -194,6 +209,8 @@ impl Api {
             proxy_http,
             timeout,
             test_token: None,
+            account_path: "/v1/wallet".into(),
+            id_field: "transfer_id".into(),
             log: Arc::default(),
         })
     }
@@ -211,6 +228,19 @@ impl Api {
     /// Sends `token` as the bearer token of test-API calls (server-mock's `--test-api-token`).
     pub fn set_test_token(&mut self, token: Option<String>) {
         self.test_token = token;
+    }
+
+    /// Sets the path that answers the caller's `user_id`, `currency` and `balance_minor`,
+    /// and the body field of a success that names the operation.
+    pub fn set_operation(&mut self, account_path: &str, id_field: &str) {
+        self.account_path = account_path.to_string();
+        self.id_field = id_field.into();
+    }
+
+    /// The path that answers the caller's `user_id`, `currency` and `balance_minor`
+    /// (`/v1/wallet` unless the operation profile says otherwise).
+    pub fn account_path(&self) -> &str {
+        &self.account_path
     }
 
     /// The bearer token for test-API calls, if one was given.
@@ -321,6 +351,7 @@ impl Api {
                 status,
                 headers,
                 body,
+                id_field: Arc::clone(&self.id_field),
             })
         }
         .await;

@@ -194,19 +194,21 @@ async fn resolve(
     allowance: i64,
 ) -> Result<User, SetupError> {
     let answer = api
-        .send(Call::get("/v1/wallet", Some(token)))
+        .send(Call::get(api.account_path(), Some(token)))
         .await
         .map_err(|e| SetupError::Unreachable(crate::client::error_chain(&e)))?;
     if answer.status != 200 {
         return Err(SetupError::Fixtures(format!(
-            "GET /v1/wallet as user {name} -> {} (is the token valid?)",
+            "GET {} as user {name} -> {} (is the token valid?)",
+            api.account_path(),
             answer.summary()
         )));
     }
     let (Some(user_id), Some(currency)) = (answer.field("user_id"), answer.field("currency"))
     else {
         return Err(SetupError::Fixtures(format!(
-            "GET /v1/wallet as user {name}: no user_id/currency"
+            "GET {} as user {name}: no user_id/currency",
+            api.account_path()
         )));
     };
     Ok(User {
@@ -221,7 +223,7 @@ async fn resolve(
 /// The user's balance from `GET /v1/wallet`.
 pub async fn balance(api: &Api, user: &User) -> Result<i64, SetupError> {
     let answer = api
-        .send(Call::get("/v1/wallet", Some(&user.token)))
+        .send(Call::get(api.account_path(), Some(&user.token)))
         .await
         .map_err(|e| SetupError::Unreachable(crate::client::error_chain(&e)))?;
     answer
@@ -230,7 +232,8 @@ pub async fn balance(api: &Api, user: &User) -> Result<i64, SetupError> {
         .filter(|_| answer.status == 200)
         .ok_or_else(|| {
             SetupError::Fixtures(format!(
-                "GET /v1/wallet as user {} -> {}",
+                "GET {} as user {} -> {}",
+                api.account_path(),
                 user.name,
                 answer.summary()
             ))

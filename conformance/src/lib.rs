@@ -7,6 +7,7 @@
 pub mod checks;
 pub mod client;
 pub mod fixtures;
+pub mod operation;
 pub mod proxy;
 pub mod report;
 
@@ -68,6 +69,10 @@ pub struct Args {
     /// Client timeout of the late-answer chaos check (the proxy holds the answer 500 ms longer).
     #[arg(long, default_value_t = 1_000)]
     pub late_timeout_ms: u64,
+    /// The operation to check, as a JSON profile (path, body template, look-up, account
+    /// path, codes: see README); server-mock's transfers when absent.
+    #[arg(long, value_name = "FILE")]
+    pub operation: Option<PathBuf>,
     /// Run only the checks whose id starts with this (repeatable).
     #[arg(long, value_name = "PREFIX")]
     pub only: Vec<String>,
@@ -98,6 +103,11 @@ pub async fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<Report, Se
     let mut api = Api::new(&args.base_url, Duration::from_millis(args.timeout_ms))
         .map_err(|e| SetupError::Local(e.to_string()))?;
     api.set_test_token(args.test_api_token.clone());
+    let op = match &args.operation {
+        Some(path) => operation::Operation::load(path).map_err(SetupError::Fixtures)?,
+        None => operation::Operation::default(),
+    };
+    api.set_operation(&op.account_path, &op.id_field);
     let acc = if args.test_api {
         fixtures::test_api_accounts(&api, &args.currency, args.token_b.as_deref()).await?
     } else {
@@ -134,6 +144,7 @@ pub async fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<Report, Se
         soak_transfers: soak,
         soak_time: Duration::from_secs(args.soak_seconds),
         late_timeout: Duration::from_millis(args.late_timeout_ms),
+        op: std::sync::Arc::new(op),
     };
     let mut results = Vec::new();
     for check in selected {
@@ -169,13 +180,14 @@ pub async fn run(args: &Args, out: &mut (dyn Write + Send)) -> Result<Report, Se
         .map(|((a0, b0), (a1, b1))| (a0 - a1, b0 - b1));
     let moved = match (start, end) {
         (Some((a0, b0)), Some((a1, b1))) => format!(
-            "moved: {} from A, {} from B ({} {} minor units in total, as measured by GET /v1/wallet)",
+            "moved: {} from A, {} from B ({} {} minor units in total, as measured by GET {})",
             a0 - a1,
             b0 - b1,
             (a0 - a1) + (b0 - b1),
-            ctx.acc.a.currency
+            ctx.acc.a.currency,
+            ctx.api.account_path()
         ),
-        _ => "moved: unknown (GET /v1/wallet failed)".to_string(),
+        _ => format!("moved: unknown (GET {} failed)", ctx.api.account_path()),
     };
     line(out, &moved);
     let report = Report {

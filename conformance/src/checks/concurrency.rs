@@ -24,8 +24,9 @@ async fn parallel(ctx: &Ctx, key: &str, body: &[u8], n: u64) -> Vec<reqwest::Res
             key.to_string(),
             body.to_vec(),
         );
+        let path = ctx.op.path.clone();
         set.spawn(async move {
-            let mut call = Call::post("/v1/transfers", Some(&token), &body);
+            let mut call = Call::post(path, Some(&token), &body);
             call.key = Some(key.as_bytes());
             api.send(call).await
         });
@@ -43,12 +44,7 @@ fn tally(answers: &[reqwest::Result<Answer>]) -> String {
     let mut counts = std::collections::BTreeMap::<String, u32>::new();
     for a in answers {
         let k = match a {
-            Ok(a) => a
-                .summary()
-                .split(" transfer_id")
-                .next()
-                .unwrap_or("")
-                .to_string(),
+            Ok(a) => a.label(),
             Err(_) => "no answer".into(),
         };
         *counts.entry(k).or_default() += 1;
@@ -73,7 +69,7 @@ pub async fn one_key(ctx: &Ctx) -> Outcome {
     let ids: std::collections::BTreeSet<_> = ok
         .iter()
         .filter(|x| x.status == 201)
-        .filter_map(|x| x.field("transfer_id"))
+        .filter_map(|x| x.id())
         .collect();
     ensure_or_fail!(
         ids.len() <= 1,
@@ -96,7 +92,7 @@ pub async fn one_key(ctx: &Ctx) -> Outcome {
         ctx.amount
     );
     ensure_or_fail!(
-        look.status == 200 && look.field("transfer_id") == settled.field("transfer_id"),
+        look.status == 200 && look.id() == settled.id(),
         "{PARALLEL} parallel POSTs on key {key} -> {seen}; retry -> {}, look-up -> {}, expected the same transfer",
         settled.summary(),
         look.summary()
@@ -153,8 +149,9 @@ pub async fn in_flight(ctx: &Ctx) -> Outcome {
 
     let first = {
         let (api, token, key, body) = (ctx.api.clone(), a.token.clone(), key.clone(), body.clone());
+        let path = ctx.op.path.clone();
         tokio::spawn(async move {
-            let mut call = Call::post("/v1/transfers", Some(&token), &body);
+            let mut call = Call::post(path, Some(&token), &body);
             call.key = Some(key.as_bytes());
             api.send(call).await
         })

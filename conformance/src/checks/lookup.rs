@@ -31,7 +31,7 @@ pub async fn found(ctx: &Ctx) -> Outcome {
 pub async fn unknown(ctx: &Ctx) -> Outcome {
     let key = fresh_key();
     let got = ctx.lookup(&ctx.acc.a, &key).await?;
-    let r = problem(&got, 404, "transfer_not_found");
+    let r = problem(&got, 404, &ctx.op.not_found_code);
     ensure_or_fail!(
         r.is_ok(),
         "GET ?idempotency_key={key} (never used) {}",
@@ -47,7 +47,7 @@ pub async fn not_found_is_final(ctx: &Ctx) -> Outcome {
     let a = &ctx.acc.a;
     let key = fresh_key();
     let got = ctx.lookup(a, &key).await?;
-    let r = problem(&got, 404, "transfer_not_found");
+    let r = problem(&got, 404, &ctx.op.not_found_code);
     ensure_or_fail!(
         r.is_ok(),
         "GET ?idempotency_key={key} (never used) {}",
@@ -97,7 +97,7 @@ pub async fn own_only(ctx: &Ctx) -> Outcome {
     );
     let got = ctx.lookup(b, &key).await?;
     ensure_or_fail!(
-        got.status == 404 && got.field("transfer_id").is_none(),
+        got.status == 404 && got.id().is_none(),
         "A's key {key}: GET ?idempotency_key as B -> {}, expected 404 (B has no transfer with that key)",
         got.summary()
     );

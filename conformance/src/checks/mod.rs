@@ -10,10 +10,9 @@ pub mod soak;
 
 use std::time::Duration;
 
-use serde_json::json;
-
 use crate::client::{error_chain, Answer, Api, Call, Route};
 use crate::fixtures::{self, Accounts, User};
+use crate::operation::Operation;
 
 /// What a check concluded, with its one-line evidence.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,6 +126,8 @@ pub struct Ctx {
     pub soak_time: Duration,
     /// Client timeout of the late-answer check (the proxy holds the answer longer).
     pub late_timeout: Duration,
+    /// The operation sent (server-mock's transfer unless a profile says otherwise).
+    pub op: std::sync::Arc<Operation>,
 }
 
 /// Runs the check `id`.
@@ -157,11 +158,12 @@ pub async fn run(id: &str, ctx: &Ctx) -> Outcome {
             replay::not_stored(ctx, "malformed JSON", 400, "invalid_request", Bad::Json).await
         }
         "validation.unknown-recipient" => {
+            let want = &ctx.op.unknown_target;
             replay::not_stored(
                 ctx,
-                "unknown recipient",
-                404,
-                "recipient_not_found",
+                "unknown target",
+                want.status,
+                &want.code,
                 Bad::Recipient,
             )
             .await
@@ -201,30 +203,32 @@ pub fn fresh_key() -> String {
 }
 
 impl Ctx {
-    /// The exact body bytes of a valid transfer from `user` to the recipient.
+    /// The exact body bytes of a valid operation of `user` (to the recipient).
     pub fn body(&self, user: &User, note: &str) -> Vec<u8> {
-        json!({"to_user_id": self.acc.recipient_id, "amount_minor": self.amount,
-               "currency": user.currency, "note": note})
-        .to_string()
-        .into_bytes()
+        self.op
+            .body(user, &self.acc.recipient_id, self.amount, note)
     }
 
     /// An invalid body of the given kind.
     pub fn bad_body(&self, user: &User, bad: Bad) -> Vec<u8> {
+        let target = &self.acc.recipient_id;
         match bad {
-            Bad::Amount => json!({"to_user_id": self.acc.recipient_id, "amount_minor": 0,
-                                  "currency": user.currency})
-            .to_string()
-            .into_bytes(),
-            Bad::Json => br#"{"to_user_id": "#.to_vec(),
-            Bad::Recipient => json!({"to_user_id": format!("nobody-{}", uuid::Uuid::new_v4()),
-                                     "amount_minor": self.amount, "currency": user.currency})
-            .to_string()
-            .into_bytes(),
+            Bad::Amount => self.op.body(user, target, 0, "conformance amount 0"),
+            // A valid body cut in half: never JSON.
+            Bad::Json => {
+                let mut body = self.body(user, "conformance malformed");
+                body.truncate(body.len() / 2);
+                body
+            }
+            Bad::Recipient => {
+                let nobody = format!("nobody-{}", uuid::Uuid::new_v4());
+                self.op
+                    .body(user, &nobody, self.amount, "conformance unknown target")
+            }
         }
     }
 
-    /// `POST /v1/transfers` as `user` with `key` and `body`.
+    /// The operation's POST as `user` with `key` and `body`.
     pub async fn post(
         &self,
         user: &User,
@@ -236,7 +240,7 @@ impl Ctx {
             .await
     }
 
-    /// `POST /v1/transfers` with every part chosen by the caller.
+    /// The operation's POST with every part chosen by the caller.
     pub async fn post_raw(
         &self,
         token: Option<&str>,
@@ -245,16 +249,16 @@ impl Ctx {
         route: Route,
         timeout: Option<Duration>,
     ) -> reqwest::Result<Answer> {
-        let mut call = Call::post("/v1/transfers", token, body);
+        let mut call = Call::post(self.op.path.clone(), token, body);
         call.key = key;
         call.route = route;
         call.timeout = timeout;
         self.api.send(call).await
     }
 
-    /// `GET /v1/transfers?idempotency_key=K` as `user`.
+    /// The by-key look-up (`GET /v1/transfers?idempotency_key=K`) as `user`.
     pub async fn lookup(&self, user: &User, key: &str) -> reqwest::Result<Answer> {
-        let path = format!("/v1/transfers?idempotency_key={}", query_escape(key));
+        let path = self.op.lookup_path(&query_escape(key));
         self.api.send(Call::get(path, Some(&user.token))).await
     }
 

@@ -16,14 +16,18 @@ pub async fn first(ctx: &Ctx) -> Outcome {
         answer.summary()
     );
     let json = answer.json().unwrap_or_default();
+    let sent: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let echoed = ctx
+        .op
+        .echo
+        .iter()
+        .all(|f| json.get(f).is_some() && json.get(f) == sent.get(f));
     ensure_or_fail!(
-        json.get("transfer_id").is_some_and(|v| v.is_string())
-            && json.get("amount_minor").and_then(|v| v.as_i64()) == Some(ctx.amount)
-            && json.get("to_user_id").and_then(|v| v.as_str()) == Some(&ctx.acc.recipient_id)
-            && json.get("currency").and_then(|v| v.as_str()) == Some(&a.currency),
-        "POST key {key} -> 201 body {}, expected the transfer (transfer_id, amount_minor {}, to_user_id, currency)",
+        answer.id().is_some() && echoed,
+        "POST key {key} -> 201 body {}, expected the operation ({} and {} as sent)",
         String::from_utf8_lossy(&answer.body),
-        ctx.amount
+        ctx.op.id_field,
+        ctx.op.echo.join(", ")
     );
     ensure_or_fail!(
         !answer.replayed(),
@@ -139,7 +143,7 @@ pub async fn per_user(ctx: &Ctx) -> Outcome {
     let (a0, b0) = (ctx.balance(a).await?, ctx.balance(b).await?);
     let other = ctx.settle(b, &key, &body_b).await?;
     ensure_or_fail!(
-        other.status == 201 && other.field("transfer_id") != first.field("transfer_id"),
+        other.status == 201 && other.id() != first.id(),
         "POST as A key {key} -> {}, then as B with the same key -> {}, expected a new 201 of B's own",
         first.summary(),
         other.summary()

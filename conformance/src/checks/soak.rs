@@ -73,9 +73,7 @@ pub async fn run(ctx: &Ctx) -> Outcome {
     let mut undecided = 0;
     for e in &ended {
         let look = e.lookup.as_ref();
-        let look_id = look
-            .filter(|l| l.status == 200)
-            .and_then(|l| l.field("transfer_id"));
+        let look_id = look.filter(|l| l.status == 200).and_then(|l| l.id());
         if look_id.is_some() {
             exist += 1;
         }
@@ -88,7 +86,7 @@ pub async fn run(ctx: &Ctx) -> Outcome {
                     ans.summary()
                 );
                 ensure_or_fail!(
-                    look_id.is_some() && look_id == ans.field("transfer_id"),
+                    look_id.is_some() && look_id == ans.id(),
                     "soak: key {} answered {} but its look-up -> {}",
                     e.key,
                     ans.summary(),

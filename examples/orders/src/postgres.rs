@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS products (sku TEXT PRIMARY KEY);
 -- One order per key: the last guard, after the key row's window too.
 CREATE TABLE IF NOT EXISTS orders (order_id TEXT PRIMARY KEY, user_id TEXT NOT NULL,
     idem_key TEXT NOT NULL, sku TEXT NOT NULL, amount_minor BIGINT NOT NULL,
-    authorization TEXT NOT NULL, UNIQUE (user_id, idem_key));";
+    auth_id TEXT NOT NULL, UNIQUE (user_id, idem_key));";
 
 const CARD: &str = "SELECT user_id, currency, balance_minor FROM cards WHERE ";
 
@@ -108,9 +108,16 @@ impl Shop for PgKeys {
                 )
                 .await?;
                 tx.execute(
-                    "INSERT INTO orders (order_id, user_id, idem_key, sku, amount_minor, authorization)
+                    "INSERT INTO orders (order_id, user_id, idem_key, sku, amount_minor, auth_id)
                      VALUES ($1, $2, $3, $4, $5, $6)",
-                    &[&o.order_id, &o.user_id, &o.key, &b.sku, &b.amount_minor, &o.authorization],
+                    &[
+                        &o.order_id,
+                        &o.user_id,
+                        &o.key,
+                        &b.sku,
+                        &b.amount_minor,
+                        &o.authorization,
+                    ],
                 )
                 .await?;
                 Ok(o.placed())

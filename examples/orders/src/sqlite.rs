@@ -15,7 +15,7 @@ pub fn schema(c: &Connection) -> Result<(), DbError> {
          -- One order per key: the last guard, after the key row's window too.
          CREATE TABLE IF NOT EXISTS orders (order_id TEXT PRIMARY KEY, user_id TEXT NOT NULL,
              idem_key TEXT NOT NULL, sku TEXT NOT NULL, amount_minor INTEGER NOT NULL,
-             authorization TEXT NOT NULL, UNIQUE (user_id, idem_key));",
+             auth_id TEXT NOT NULL, UNIQUE (user_id, idem_key));",
     )?;
     Ok(())
 }
@@ -76,7 +76,7 @@ impl Shop for SqliteKeys {
                 (&o.user_id, b.amount_minor),
             )?;
             tx.execute(
-                "INSERT INTO orders (order_id, user_id, idem_key, sku, amount_minor, authorization)
+                "INSERT INTO orders (order_id, user_id, idem_key, sku, amount_minor, auth_id)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 (
                     &o.order_id,
