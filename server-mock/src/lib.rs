@@ -63,14 +63,7 @@ pub struct AppState {
     pub reaper_wake: Notify,
     /// The newest claim this process made: its wall time, and the monotonic instant then
     /// (the floor of [`AppState::expiry_now`]).
-    newest_claim: std::sync::Mutex<Option<(i64, tokio::time::Instant)>>,
-}
-
-/// The wall time of `anchor` (wall ms, monotonic instant) carried forward to `at` by the
-/// monotonic clock.
-fn projected((wall_ms, since): (i64, tokio::time::Instant), at: tokio::time::Instant) -> i64 {
-    let elapsed = at.saturating_duration_since(since).as_millis();
-    wall_ms.saturating_add(i64::try_from(elapsed).unwrap_or(i64::MAX))
+    newest_claim: sendonce_server::expiry::Anchor,
 }
 
 /// Handle to the shared state.
@@ -109,17 +102,13 @@ impl AppState {
             clock,
             relay_wake: Notify::new(),
             reaper_wake: Notify::new(),
-            newest_claim: std::sync::Mutex::new(None),
+            newest_claim: sendonce_server::expiry::Anchor::default(),
         }))
     }
 
     /// Notes a key claimed at wall time `now_ms` (see [`AppState::expiry_now`]).
     pub(crate) fn note_claim(&self, now_ms: i64) {
-        let at = tokio::time::Instant::now();
-        let mut newest = self.newest_claim.lock().unwrap_or_else(|p| p.into_inner());
-        if newest.is_none_or(|anchor| now_ms > projected(anchor, at)) {
-            *newest = Some((now_ms, at));
-        }
+        self.newest_claim.note_claim(now_ms);
     }
 
     /// The time key expiry goes by: this clock's now, but never later than the newest claim
@@ -129,12 +118,7 @@ impl AppState {
     /// cannot tell a step from elapsed time once it serves claims at the stepped time; on
     /// PostgreSQL the other live instances' clocks bound it too, see the store's `expire`.)
     pub fn expiry_now(&self) -> Option<i64> {
-        let anchor = (*self.newest_claim.lock().unwrap_or_else(|p| p.into_inner()))?;
-        Some(
-            self.clock
-                .now_ms()
-                .min(projected(anchor, tokio::time::Instant::now())),
-        )
+        self.newest_claim.now(self.clock.now_ms())
     }
 
     /// Largest amount a transfer may move now.

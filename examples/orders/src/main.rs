@@ -16,7 +16,8 @@ use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use clap::Parser;
-use sendonce_server::{Answer, Engine, Problem, Request};
+use sendonce_server::engine::Publish;
+use sendonce_server::{Answer, Engine, Event, Problem, Request};
 use shop::{Card, PlaceOrder, Shop};
 
 #[derive(Parser)]
@@ -78,6 +79,16 @@ async fn serve<S: Shop + Clone>(shop: S, args: Args) -> Result<(), Box<dyn std::
         engine: Arc::new(Engine::new(shop)),
         orders: Arc::new(orders),
     });
+    // The reaper (a key whose holder died: released, the client's retry runs it once) and
+    // the relay (each order's event, at least once, to the receipts sender).
+    let (engine, orders) = (app.engine.clone(), app.orders.clone());
+    tokio::spawn(async move { engine.reap_forever(&*orders, Duration::from_secs(60)).await });
+    let engine = app.engine.clone();
+    tokio::spawn(async move {
+        engine
+            .relay_forever(&Receipts, Duration::from_millis(200))
+            .await
+    });
     let router = Router::new()
         .route("/v1/orders", post(create::<S>).get(lookup::<S>))
         .route("/v1/card", get(card::<S>))
@@ -86,6 +97,18 @@ async fn serve<S: Shop + Clone>(shop: S, args: Args) -> Result<(), Box<dyn std::
     println!("orders listening on http://{}", listener.local_addr()?);
     axum::serve(listener, router).await?;
     Ok(())
+}
+
+/// Sends a receipt per order placed (here: a log line).
+struct Receipts;
+
+impl Publish for Receipts {
+    async fn publish(&self, events: Vec<(i64, Event)>) -> Result<Vec<i64>, String> {
+        for (id, e) in &events {
+            tracing::info!(event = id, topic = %e.topic, "receipt sent");
+        }
+        Ok(events.into_iter().map(|(id, _)| id).collect())
+    }
 }
 
 /// The customer whose bearer token this is (401 `unauthenticated` otherwise).

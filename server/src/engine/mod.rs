@@ -21,13 +21,17 @@ use axum::http::HeaderMap;
 use crate::answer::Answer;
 use crate::clock::Clock;
 use crate::decision::Claim;
-use crate::expiry::bucket_width_ms;
+use crate::expiry::{bucket_width_ms, Anchor};
 use crate::fingerprint::request_hash;
-use crate::lease::Instance;
 use crate::problem::Problem;
-use crate::store::{DbError, Fence, Keys, NewKey};
+use crate::store::{DbError, Fence, Keys, NewKey, Stuck};
 
 mod lookup;
+mod reaper;
+mod relay;
+
+pub use reaper::{interval as reaper_interval, Pass, Recovery};
+pub use relay::{Publish, BATCH};
 
 /// Keys live this long unless configured: longer than any client's retry window (24 h).
 pub const DEFAULT_KEY_WINDOW: Duration = Duration::from_secs(48 * 3600);
@@ -60,6 +64,20 @@ pub trait Operation<S: Keys>: Send + Sync + 'static {
     /// The unit of work for the commit: runs only while the fence holds, inside the
     /// transaction that stores its [`crate::Outcome`] under the key.
     fn work(&self, fence: &Fence, input: Self::Input, step: Self::Step) -> S::Work;
+
+    /// The reaper's question for a key whose holder died or stalled past its lease: did
+    /// the external step happen (is there an authorisation for this key)? Answer
+    /// [`Recovery::Finish`] to complete the request from its stored body
+    /// (`stuck.body`), [`Recovery::Release`] when nothing happened outside the database,
+    /// [`Recovery::Hold`] when it cannot tell yet. By default: release (right for an
+    /// operation without an external step, whose work and key commit together).
+    fn recover(
+        &self,
+        stuck: &Stuck,
+    ) -> impl Future<Output = Result<Recovery<Self::Input, Self::Step>, Problem>> + Send {
+        let _ = stuck;
+        reaper::release()
+    }
 }
 
 /// One request under the contract: who sends it, its key, its fingerprint, its bytes.
@@ -99,20 +117,21 @@ impl Request {
 /// The contract's engine over the store `S`.
 pub struct Engine<S> {
     store: S,
-    instance: Instance,
     clock: Arc<Clock>,
     key_window_ms: i64,
+    /// The newest claim's time: what expiry goes by (a clock step alone expires nothing).
+    expiry: Anchor,
 }
 
 impl<S: Keys> Engine<S> {
-    /// An engine on `store`: a new process identity for its leases, the system clock, and
-    /// [`DEFAULT_KEY_WINDOW`].
+    /// An engine on `store` (whose process identity its locks carry), the system clock,
+    /// and [`DEFAULT_KEY_WINDOW`].
     pub fn new(store: S) -> Self {
         Self {
             store,
-            instance: Instance::new(),
             clock: Arc::new(Clock::default()),
             key_window_ms: duration_ms(DEFAULT_KEY_WINDOW),
+            expiry: Anchor::default(),
         }
     }
 
@@ -186,7 +205,7 @@ impl<S: Keys> Engine<S> {
             key: &fence.key,
             hash: &req.hash,
             lock_id: &fence.lock_id,
-            lease: self.instance.lease(),
+            lease: self.store.instance().lease(),
             body: &req.body,
             now_ms: fence.claimed_at_ms,
             bucket_width_ms: bucket_width_ms(self.key_window_ms),
@@ -194,6 +213,7 @@ impl<S: Keys> Engine<S> {
         if let Claim::Exists(seen) = self.store.claim(new).await? {
             return Ok(seen.answer());
         }
+        self.expiry.note_claim(fence.claimed_at_ms);
         // (3) The external step; (4) the fenced commit. Nothing committed on either
         // failure: the key is freed now rather than left to its lease.
         let step = match op.step(&fence, &input).await {

@@ -14,7 +14,8 @@ use std::pin::Pin;
 
 use crate::answer::Answer;
 use crate::decision::{Claim, KeyRow};
-use crate::lease::Lease;
+use crate::lease::{Instance, Lease};
+use crate::outcome::Event;
 
 /// A store call in flight.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbError>> + Send + 'a>>;
@@ -52,12 +53,26 @@ pub struct Fence {
     pub claimed_at_ms: i64,
 }
 
+/// A key `IN_PROGRESS` whose lease ran out, as the reaper finds it.
+#[derive(Debug, Clone)]
+pub struct Stuck {
+    /// The key and the lock it is held under (the reaper acts as its holder, fenced).
+    pub fence: Fence,
+    /// The stored request fingerprint.
+    pub hash: Vec<u8>,
+    /// The stored request body (so the reaper can finish what the external step began).
+    pub body: Vec<u8>,
+}
+
 /// What the engine asks of a store: one call per phase, each one transaction (or one read).
 /// Implemented by [`sqlite::SqliteKeys`] and [`postgres::PgKeys`].
 pub trait Keys: Send + Sync + 'static {
     /// The application's fenced unit of work on this store: it runs inside the transaction
     /// that checked the fence and that stores its [`crate::Outcome`] under the key.
     type Work: Send + 'static;
+
+    /// This server process, as its locks name it (and, on PostgreSQL, its heartbeat).
+    fn instance(&self) -> &Instance;
 
     /// The key row for (scope, key), if any (a read; never waits for a writer).
     fn read<'a>(&'a self, scope: &'a str, key: &'a str) -> Fut<'a, Option<KeyRow>>;
@@ -80,4 +95,16 @@ pub trait Keys: Send + Sync + 'static {
         bucket_width_ms: i64,
         not_found: Vec<u8>,
     ) -> Fut<'a, Option<KeyRow>>;
+
+    /// Keys `IN_PROGRESS` whose lease ran out (`lock_timeout_ms` of their holder's
+    /// monotonic time, or a holder that stopped beating), as this process judges it.
+    fn stuck(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>>;
+    /// Removes whole expired key buckets (SQLite: a chunk per transaction; PostgreSQL:
+    /// drops day partitions, by a time no single instance's clock step can move forward);
+    /// returns the key rows removed.
+    fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize>;
+    /// Up to `limit` unpublished outbox events, oldest first.
+    fn unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, Event)>>;
+    /// Marks these events published.
+    fn mark_published(&self, ids: Vec<i64>, now_ms: i64) -> Fut<'_, ()>;
 }

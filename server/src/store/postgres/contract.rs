@@ -4,16 +4,20 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Pool, Transaction};
 use tokio_postgres::IsolationLevel;
 
-use super::{exec, is_conflict, keys, outbox, schema};
+use super::{exec, heartbeat, inbox, is_conflict, keys, lease, outbox, partitions, schema};
 use crate::answer::Answer;
+use crate::clock::Clock;
 use crate::decision::{Claim, KeyRow};
-use crate::outcome::Outcome;
+use crate::lease::Instance;
+use crate::outcome::{Event, Outcome};
 use crate::problem::Problem;
-use crate::store::{DbError, Fence, Fut, Keys, NewKey};
+use crate::store::{DbError, Fence, Fut, Keys, NewKey, Stuck};
 
 /// The future of one run of a unit of work, borrowing its transaction.
 pub type WorkFut<'t> = Pin<Box<dyn Future<Output = Result<Outcome, DbError>> + Send + 't>>;
@@ -35,16 +39,60 @@ where
 /// Transactions that keep meeting conflicts give up after this many runs (503).
 const MAX_RUNS: u32 = 5;
 
-/// The engine's store on one PostgreSQL database (several instances may share it).
+/// The engine's store on one PostgreSQL database (several instances may share it: each
+/// publishes a heartbeat, by which the others judge its leases).
 #[derive(Clone)]
 pub struct PgKeys {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     pool: Pool,
+    instance: Instance,
+    observer: lease::Observer,
+    heartbeat: tokio::task::JoinHandle<()>,
+    create_retry: partitions::Retry,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.heartbeat.abort();
+    }
 }
 
 impl PgKeys {
+    /// Connects to `url` with at most `pool_size` connections (a request waits at most 5 s
+    /// for one, then answers 503) and opens the store on them.
+    pub async fn connect(url: &str, pool_size: usize) -> Result<Self, DbError> {
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| DbError::Task(format!("bad PostgreSQL URL: {e}")))?;
+        let manager = deadpool_postgres::Manager::from_config(
+            config.clone(),
+            tokio_postgres::NoTls,
+            deadpool_postgres::ManagerConfig {
+                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size.max(1))
+            .wait_timeout(Some(Duration::from_secs(5)))
+            .create_timeout(Some(Duration::from_secs(10)))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .build()
+            .map_err(|e| DbError::Task(format!("connection pool: {e}")))?;
+        Self::open(pool, config, Arc::new(Clock::default())).await
+    }
+
     /// The engine's store on `pool`, creating its tables (key table, claim function,
-    /// heartbeats, outbox) if they are missing.
-    pub async fn open(pool: Pool) -> Result<Self, DbError> {
+    /// heartbeats, outbox, inbox) if they are missing, and starting this instance's
+    /// heartbeat on a connection of its own (`config`: never from the pool, which requests
+    /// waiting out locks can pin) with its wall `clock`.
+    pub async fn open(
+        pool: Pool,
+        config: tokio_postgres::Config,
+        clock: Arc<Clock>,
+    ) -> Result<Self, DbError> {
         let client = pool.get().await?;
         // One instance at a time creates the tables (concurrent CREATE … IF NOT EXISTS of
         // one name can fail on PostgreSQL's catalog unique index).
@@ -54,6 +102,7 @@ impl PgKeys {
         let created = async {
             schema::create(&client).await?;
             client.batch_execute(outbox::TABLE).await?;
+            client.batch_execute(inbox::TABLE).await?;
             Ok::<_, DbError>(())
         }
         .await;
@@ -61,54 +110,46 @@ impl PgKeys {
             .batch_execute("SELECT pg_advisory_unlock(hashtext('sendonce_schema'))")
             .await?;
         created?;
-        Ok(Self { pool })
-    }
-
-    /// Connects to `url` with at most `pool_size` connections (a request waits at most 5 s
-    /// for one, then answers 503) and opens the store on them.
-    pub async fn connect(url: &str, pool_size: usize) -> Result<Self, DbError> {
-        let config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| DbError::Task(format!("bad PostgreSQL URL: {e}")))?;
-        let manager = deadpool_postgres::Manager::from_config(
-            config,
-            tokio_postgres::NoTls,
-            deadpool_postgres::ManagerConfig {
-                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(pool_size.max(1))
-            .wait_timeout(Some(std::time::Duration::from_secs(5)))
-            .create_timeout(Some(std::time::Duration::from_secs(10)))
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .build()
-            .map_err(|e| DbError::Task(format!("connection pool: {e}")))?;
-        Self::open(pool).await
+        let instance = Instance::new();
+        heartbeat::beat(&client, &instance, clock.now_ms()).await?;
+        let heartbeat = tokio::spawn(heartbeat::run(config, instance.clone(), clock));
+        Ok(Self {
+            inner: Arc::new(Inner {
+                pool,
+                instance,
+                observer: lease::Observer::default(),
+                heartbeat,
+                create_retry: partitions::Retry::default(),
+            }),
+        })
     }
 
     /// The pool, for the application's own reads and writes.
     pub fn pool(&self) -> &Pool {
-        &self.pool
+        &self.inner.pool
     }
 }
 
 impl Keys for PgKeys {
     type Work = Work;
 
+    fn instance(&self) -> &Instance {
+        &self.inner.instance
+    }
+
     fn read<'a>(&'a self, scope: &'a str, key: &'a str) -> Fut<'a, Option<KeyRow>> {
-        Box::pin(async move { keys::read(&self.pool.get().await?, scope, key).await })
+        Box::pin(async move { keys::read(&self.pool().get().await?, scope, key).await })
     }
 
     fn claim<'a>(&'a self, new: NewKey<'a>) -> Fut<'a, Claim> {
-        Box::pin(async move { keys::claim(&self.pool, &new).await })
+        Box::pin(async move { keys::claim(self.pool(), &new).await })
     }
 
     fn commit<'a>(&'a self, fence: &'a Fence, mut work: Work) -> Fut<'a, Answer> {
         Box::pin(async move {
             let mut run = 1;
             loop {
-                match commit_once(&self.pool, fence, &mut work).await {
+                match commit_once(self.pool(), fence, &mut work).await {
                     Err(e) if is_conflict(&e) && run < MAX_RUNS => run += 1,
                     Err(e) if is_conflict(&e) => return Err(DbError::Conflict(run)),
                     other => return other,
@@ -119,7 +160,7 @@ impl Keys for PgKeys {
 
     fn release<'a>(&'a self, fence: &'a Fence) -> Fut<'a, ()> {
         Box::pin(async move {
-            let c = self.pool.get().await?;
+            let c = self.pool().get().await?;
             keys::release(&c, &fence.scope, &fence.key, &fence.lock_id).await
         })
     }
@@ -136,7 +177,7 @@ impl Keys for PgKeys {
         let attempt = move || {
             let not_found = not_found.clone();
             async move {
-                let mut c = self.pool.get().await?;
+                let mut c = self.pool().get().await?;
                 let tx = c.transaction().await?;
                 exec(&tx, keys::KEY_LOCK, &[&scope, &key]).await?;
                 let inserted = exec(
@@ -159,7 +200,56 @@ impl Keys for PgKeys {
                 Ok(row)
             }
         };
-        Box::pin(async move { keys::with_partition(&self.pool, bucket, attempt).await })
+        Box::pin(async move { keys::with_partition(self.pool(), bucket, attempt).await })
+    }
+
+    fn stuck(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>> {
+        Box::pin(async move {
+            let client = self.pool().get().await?;
+            let me = &self.inner.instance;
+            let timeout = Duration::from_millis(u64::try_from(lock_timeout_ms).unwrap_or(0));
+            let observer = (&self.inner.observer, &*me.id);
+            let holders = heartbeat::holders(&client, observer, Instant::now(), timeout).await?;
+            let my_mono = me.mono_ms();
+            Ok(keys::in_progress(&client)
+                .await?
+                .into_iter()
+                .filter(|(holder, lock_mono, _)| {
+                    lease::expired(
+                        holder,
+                        *lock_mono,
+                        &me.id,
+                        my_mono,
+                        &holders,
+                        lock_timeout_ms,
+                    )
+                })
+                .map(|(_, _, stuck)| stuck)
+                .collect())
+        })
+    }
+
+    fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
+        Box::pin(async move {
+            let client = self.pool().get().await?;
+            // By the earliest instance clock: one clock stepped forward expires nothing early.
+            let now = heartbeat::agreed_now(&client, &self.inner.instance, now_ms).await?;
+            drop(client);
+            // The days ahead get their partitions before the first claim needs one.
+            let retry = &self.inner.create_retry;
+            partitions::ensure_ahead(self.pool(), now_ms, key_window_ms, retry).await?;
+            partitions::expire(self.pool(), now, key_window_ms).await
+        })
+    }
+
+    fn unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, Event)>> {
+        Box::pin(async move { outbox::unpublished(&self.pool().get().await?, limit).await })
+    }
+
+    fn mark_published(&self, ids: Vec<i64>, now_ms: i64) -> Fut<'_, ()> {
+        Box::pin(
+            async move { outbox::mark_published(&self.pool().get().await?, &ids, now_ms).await },
+        )
     }
 }
 

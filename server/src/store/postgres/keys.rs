@@ -10,7 +10,7 @@ use tokio_postgres::Row;
 
 use super::{exec, opt, partitions, sqlstate};
 use crate::decision::{Claim, Existing, KeyRow};
-use crate::store::{DbError, NewKey};
+use crate::store::{DbError, Fence, NewKey, Stuck};
 
 /// Serialises every insert of one (user, key) across partitions: a key retried across
 /// midnight lands in another day's partition, where the primary key cannot see the first
@@ -157,4 +157,32 @@ pub async fn claim(pool: &Pool, k: &NewKey<'_>) -> Result<Claim, DbError> {
         ))
     };
     with_partition(pool, bucket, attempt).await
+}
+
+/// Every key `IN_PROGRESS` with its holder's instance and lease, for the reaper to judge
+/// (`lease::expired`).
+pub async fn in_progress<C: GenericClient>(c: &C) -> Result<Vec<(String, i64, Stuck)>, DbError> {
+    Ok(super::rows(
+        c,
+        "SELECT user_id, idem_key, lock_id, request_hash, request_body, lock_instance,
+                lock_mono_ms, locked_at_ms
+         FROM idempotency_keys WHERE state = 'in_progress'",
+        &[],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        let stuck = Stuck {
+            fence: Fence {
+                scope: r.get(0),
+                key: r.get(1),
+                lock_id: r.get(2),
+                claimed_at_ms: r.get(7),
+            },
+            hash: r.get(3),
+            body: r.get::<_, Option<Vec<u8>>>(4).unwrap_or_default(),
+        };
+        (r.get(5), r.get(6), stuck)
+    })
+    .collect())
 }

@@ -14,6 +14,7 @@ use super::DbError;
 
 mod contract;
 pub mod heartbeat;
+pub mod inbox;
 pub mod keys;
 pub mod lease;
 pub mod outbox;

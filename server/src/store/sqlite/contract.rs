@@ -6,10 +6,14 @@ use rusqlite::Connection;
 use super::{atomically, keys, outbox, Db, Durability, Schema};
 use crate::answer::Answer;
 use crate::decision::{Claim, KeyRow};
-use crate::lease::Lease;
-use crate::outcome::Outcome;
+use crate::lease::{Instance, Lease};
+use crate::outcome::{Event, Outcome};
 use crate::problem::Problem;
-use crate::store::{DbError, Fence, Fut, Keys, NewKey};
+use crate::store::{DbError, Fence, Fut, Keys, NewKey, Stuck};
+
+/// Key rows removed per expiry transaction: between chunks the requests' commits go
+/// through, so a big bucket never stalls them.
+const EXPIRE_CHUNK: usize = 1_000;
 
 /// The application's fenced unit of work on SQLite: runs on the writer connection inside
 /// the transaction that checked the fence. It may run more than once (a group commit that
@@ -20,6 +24,7 @@ pub type Work = Box<dyn FnMut(&Connection) -> Result<Outcome, DbError> + Send>;
 #[derive(Clone)]
 pub struct SqliteKeys {
     db: Db,
+    instance: Instance,
 }
 
 impl SqliteKeys {
@@ -30,7 +35,10 @@ impl SqliteKeys {
 
     /// The engine's store on a database the application already opened.
     pub fn on(db: Db) -> Self {
-        Self { db }
+        Self {
+            db,
+            instance: Instance::new(),
+        }
     }
 
     /// The database handle, for the application's own reads and writes.
@@ -41,6 +49,10 @@ impl SqliteKeys {
 
 impl Keys for SqliteKeys {
     type Work = Work;
+
+    fn instance(&self) -> &Instance {
+        &self.instance
+    }
 
     fn read<'a>(&'a self, scope: &'a str, key: &'a str) -> Fut<'a, Option<KeyRow>> {
         let (scope, key) = (scope.to_string(), key.to_string());
@@ -100,6 +112,42 @@ impl Keys for SqliteKeys {
         let (scope, key) = (scope.to_string(), key.to_string());
         Box::pin(self.db.write(Durability::Full, move |c| {
             keys::close_unexecuted(c, &scope, &key, now_ms, bucket_width_ms, &not_found)
+        }))
+    }
+
+    fn stuck(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>> {
+        // One process per file: a lock held by another instance id is a dead process's,
+        // out at once; one of ours after lock_timeout of our own monotonic time.
+        let me = self.instance.id.to_string();
+        let cutoff = self.instance.mono_ms().saturating_sub(lock_timeout_ms);
+        Box::pin(self.db.read(move |c| keys::stuck(c, &me, cutoff)))
+    }
+
+    fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
+        Box::pin(async move {
+            let mut expired = 0;
+            loop {
+                let n = self
+                    .db
+                    .write(Durability::Full, move |c| {
+                        keys::expire_chunk(c, now_ms, key_window_ms, EXPIRE_CHUNK)
+                    })
+                    .await?;
+                expired += n;
+                if n < EXPIRE_CHUNK {
+                    return Ok(expired);
+                }
+            }
+        })
+    }
+
+    fn unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, Event)>> {
+        Box::pin(self.db.read(move |c| outbox::unpublished(c, limit)))
+    }
+
+    fn mark_published(&self, ids: Vec<i64>, now_ms: i64) -> Fut<'_, ()> {
+        Box::pin(self.db.write(Durability::Normal, move |c| {
+            outbox::mark_published(c, &ids, now_ms)
         }))
     }
 }

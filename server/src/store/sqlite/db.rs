@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 pub use super::group::Durability;
 use super::group::{self, lock, GroupJob, Job, Write};
-use super::{keys, outbox};
+use super::{inbox, keys, outbox};
 use crate::store::DbError;
 
 /// Creates (idempotently) and migrates the application's own tables on the writer connection,
@@ -119,6 +119,7 @@ impl Db {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         keys::create(&conn)?;
         outbox::create(&conn)?;
+        inbox::create(&conn)?;
         schema(&conn)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)

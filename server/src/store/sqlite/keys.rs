@@ -5,7 +5,7 @@
 use super::atomically;
 use crate::decision::{Claim, Existing, KeyRow};
 use crate::expiry::first_kept_bucket;
-use crate::store::{DbError, NewKey};
+use crate::store::{DbError, Fence, NewKey, Stuck};
 use rusqlite::{params, Connection, OptionalExtension};
 
 /// Phase 1: insert the key row `IN_PROGRESS`; the primary key decides a race.
@@ -140,6 +140,29 @@ pub fn release(conn: &Connection, user_id: &str, key: &str, lock_id: &str) -> Re
     )?
     .execute(params![user_id, key, lock_id])?;
     Ok(())
+}
+
+/// Keys `IN_PROGRESS` under a lease that ran out: taken by another process (one process
+/// per SQLite file: a dead one's), or by this one (`me`) before `mono_cutoff`.
+pub fn stuck(conn: &Connection, me: &str, mono_cutoff: i64) -> Result<Vec<Stuck>, DbError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT user_id, idem_key, lock_id, request_hash, request_body, locked_at_ms
+         FROM idempotency_keys
+         WHERE state = 'in_progress' AND (lock_instance <> ?1 OR lock_mono_ms < ?2)",
+    )?;
+    let rows = stmt.query_map(params![me, mono_cutoff], |r| {
+        Ok(Stuck {
+            fence: Fence {
+                scope: r.get(0)?,
+                key: r.get(1)?,
+                lock_id: r.get(2)?,
+                claimed_at_ms: r.get(5)?,
+            },
+            hash: r.get(3)?,
+            body: r.get::<_, Option<Vec<u8>>>(4)?.unwrap_or_default(),
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// Drops every bucket that is entirely older than the key window: one range delete,

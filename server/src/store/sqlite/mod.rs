@@ -9,6 +9,7 @@ use super::DbError;
 mod contract;
 mod db;
 mod group;
+pub mod inbox;
 pub mod keys;
 pub mod outbox;
 
