@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 use tokio::sync::watch;
 
 use crate::retention::{Trimmed, TRIM_CHUNK};
@@ -130,6 +130,19 @@ pub struct Stuck {
     pub body: Option<Vec<u8>>,
 }
 
+impl From<sendonce_server::store::Stuck> for Stuck {
+    fn from(s: sendonce_server::store::Stuck) -> Self {
+        Self {
+            user: s.fence.scope,
+            key: s.fence.key,
+            lock_id: s.fence.lock_id,
+            hash: s.hash,
+            // A key claimed before the body column existed has none (read back as empty).
+            body: (!s.body.is_empty()).then_some(s.body),
+        }
+    }
+}
+
 /// What the reaper did with one stuck key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolved {
@@ -141,29 +154,6 @@ pub enum Resolved {
     Released,
     /// Its holder finished (or lost) it meanwhile: nothing to do.
     Moved,
-}
-
-/// Keys `IN_PROGRESS` under a lease that ran out: taken by another process, or by this
-/// one before `mono_cutoff`.
-pub(crate) fn stuck_keys(
-    conn: &Connection,
-    me: &str,
-    mono_cutoff: i64,
-) -> Result<Vec<Stuck>, DbError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT user_id, idem_key, lock_id, request_hash, request_body FROM idempotency_keys
-         WHERE state = 'in_progress' AND (lock_instance <> ?1 OR lock_mono_ms < ?2)",
-    )?;
-    let rows = stmt.query_map(params![me, mono_cutoff], |r| {
-        Ok(Stuck {
-            user: r.get(0)?,
-            key: r.get(1)?,
-            lock_id: r.get(2)?,
-            hash: r.get(3)?,
-            body: r.get(4)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// Resolves one stuck key in one transaction: the ledger says whether money moved, the
@@ -215,6 +205,7 @@ mod tests {
     use super::*;
 
     use crate::ledger::TransferRecord;
+    use rusqlite::params;
     use sendonce_server::store::sqlite::{Db, Durability};
 
     /// Key rows removed per expiry transaction (as the SQLite store does).
@@ -264,7 +255,10 @@ mod tests {
                      VALUES ('u1', 'authorised', 'auth_1', 1, 0)",
                     [],
                 )?;
-                let stuck = stuck_keys(c, "me", 10_000)?;
+                let stuck: Vec<Stuck> = keys::stuck(c, "me", 10_000)?
+                    .into_iter()
+                    .map(Stuck::from)
+                    .collect();
                 let mut names: Vec<_> = stuck.iter().map(|s| s.key.clone()).collect();
                 names.sort();
                 assert_eq!(

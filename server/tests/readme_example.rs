@@ -26,7 +26,9 @@ impl Operation<SqliteKeys> for PlaceOrder {
     async fn validate(&self, _user: &str, body: &[u8]) -> Result<String, Problem> {
         let v: serde_json::Value =
             serde_json::from_slice(body).map_err(|e| Problem::invalid(e.to_string()))?;
-        let item = v["item"].as_str().ok_or_else(|| Problem::invalid("item is required"))?;
+        let item = v["item"]
+            .as_str()
+            .ok_or_else(|| Problem::invalid("item is required"))?;
         Ok(item.to_string())
     }
 
@@ -113,5 +115,8 @@ async fn the_readme_example_honours_the_contract() {
     assert_eq!(send(&app, Some("a b"), "{}").await.0, 400);
     assert_eq!(send(&app, Some("k2"), "{}").await.0, 400);
     let second = send(&app, Some("k2"), "{\"item\":\"tea\"}").await;
-    assert_eq!((second.0, second.2.as_slice()), (201, &b"{\"order\":2}"[..]));
+    assert_eq!(
+        (second.0, second.2.as_slice()),
+        (201, &b"{\"order\":2}"[..])
+    );
 }

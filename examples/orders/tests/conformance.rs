@@ -83,3 +83,19 @@ async fn orders_on_postgres_passes_the_conformance_kit() {
         .unwrap();
     passes_every_check(&db).await;
 }
+
+/// The profile shown in conformance/README.md is this service's, field for field.
+#[test]
+fn the_profile_in_the_kits_readme_is_this_one() {
+    let readme = include_str!("../../../conformance/README.md");
+    let block = readme
+        .split("### Your operation")
+        .nth(1)
+        .and_then(|s| s.split("```json\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("a json block under \"Your operation\"");
+    let shown: serde_json::Value = serde_json::from_str(block).unwrap();
+    let used: serde_json::Value =
+        serde_json::from_str(include_str!("../conformance.json")).unwrap();
+    assert_eq!(shown, used);
+}

@@ -238,7 +238,12 @@ impl Store for SqliteStore {
         // out at once; one of ours after lock_timeout of our own monotonic time.
         let me = self.instance.id.to_string();
         let cutoff = self.instance.mono_ms().saturating_sub(lock_timeout_ms);
-        Box::pin(self.db.read(move |c| reaper::stuck_keys(c, &me, cutoff)))
+        Box::pin(self.db.read(move |c| {
+            Ok(keys::stuck(c, &me, cutoff)?
+                .into_iter()
+                .map(Stuck::from)
+                .collect())
+        }))
     }
 
     fn resolve(&self, stuck: Stuck, now_ms: i64, rules: Rules) -> Fut<'_, Resolved> {
@@ -249,21 +254,9 @@ impl Store for SqliteStore {
 
     fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
         Box::pin(async move {
-            // Whole expired buckets, a chunk per group-commit job: between chunks the
-            // requests' commits go through, so a 100k-row bucket never stalls them.
-            let mut expired = 0;
-            loop {
-                let n = self
-                    .db
-                    .write(Durability::Full, move |c| {
-                        keys::expire_chunk(c, now_ms, key_window_ms, EXPIRE_CHUNK)
-                    })
+            let expired =
+                sendonce_server::store::sqlite::expire_buckets(&self.db, now_ms, key_window_ms)
                     .await?;
-                expired += n;
-                if n < EXPIRE_CHUNK {
-                    break;
-                }
-            }
             let before = now_ms.saturating_sub(key_window_ms);
             while self
                 .db

@@ -7,13 +7,13 @@ use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::error::SqlState;
 
 use super::commit::{commit_in, debit_by_key};
-use super::{exec, in_transaction, opt, retrying, rows, sqlstate, PgStore};
+use super::{exec, in_transaction, opt, retrying, sqlstate, PgStore};
 use crate::gateway::{Authorization, Settle};
 use crate::reaper::{Resolved, Stuck};
 use crate::store::{Instance, Lookup, NewClaim};
 use crate::transfer::{self, Rules};
 use sendonce_server::store::postgres::keys::{
-    complete, key_row, read, release, with_partition, KEY_LOCK,
+    self as lib_keys, complete, key_row, read, release, with_partition, KEY_LOCK,
 };
 use sendonce_server::store::DbError;
 use sendonce_server::{Claim, Existing, KeyRow};
@@ -163,23 +163,7 @@ pub(super) async fn close_unexecuted(
             if let Some((record, _)) = debit_by_key(&tx, &user_id, &key).await? {
                 Ok(record)
             } else {
-                let inserted = exec(
-                    &tx,
-                    "INSERT INTO idempotency_keys
-                        (user_id, idem_key, request_hash, state, lock_id, locked_at_ms,
-                         created_at_ms, bucket, response_status, response_body)
-                     SELECT $1, $2, ''::bytea, 'completed', '', $3, $3, $4, 404, $5
-                     WHERE NOT EXISTS
-                         (SELECT 1 FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2)
-                     ON CONFLICT (user_id, idem_key, bucket) DO NOTHING",
-                    &[&user_id, &key, &now_ms, &bucket, &body],
-                )
-                .await?;
-                let closed = if inserted == 1 {
-                    None
-                } else {
-                    read(&tx, &user_id, &key).await?
-                };
+                let closed = lib_keys::close(&tx, &user_id, &key, now_ms, bucket, &body).await?;
                 // "Not executed" is final: an authorisation a lost request left is voided.
                 settle(&tx, &user_id, &key, now_ms, Settle::UnlessHeld).await?;
                 Err(closed)
@@ -187,35 +171,6 @@ pub(super) async fn close_unexecuted(
         })
     };
     with_partition(&store.pool, bucket, attempt).await
-}
-
-/// Every key `IN_PROGRESS`, with its holder and lease, for the reaper to judge.
-pub(super) async fn in_progress<C: GenericClient>(
-    c: &C,
-) -> Result<Vec<(String, i64, Stuck)>, DbError> {
-    Ok(rows(
-        c,
-        "SELECT user_id, idem_key, lock_id, request_hash, request_body, lock_instance,
-                lock_mono_ms
-         FROM idempotency_keys WHERE state = 'in_progress'",
-        &[],
-    )
-    .await?
-    .iter()
-    .map(|r| {
-        (
-            r.get(5),
-            r.get(6),
-            Stuck {
-                user: r.get(0),
-                key: r.get(1),
-                lock_id: r.get(2),
-                hash: r.get(3),
-                body: r.get(4),
-            },
-        )
-    })
-    .collect())
 }
 
 /// Resolves one stuck key (as `reaper::resolve` does on SQLite). `SKIP LOCKED`: a key

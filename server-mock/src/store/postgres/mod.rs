@@ -336,7 +336,7 @@ impl Store for PgStore {
             )
             .await?;
             let my_mono = self.instance.mono_ms();
-            let candidates = keys::in_progress(&client).await?;
+            let candidates = sendonce_server::store::postgres::keys::in_progress(&client).await?;
             Ok(candidates
                 .into_iter()
                 .filter(|(instance, lock_mono, _)| {
@@ -349,7 +349,7 @@ impl Store for PgStore {
                         lock_timeout_ms,
                     )
                 })
-                .map(|(_, _, stuck)| stuck)
+                .map(|(_, _, stuck)| Stuck::from(stuck))
                 .collect())
         })
     }

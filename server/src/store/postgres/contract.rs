@@ -180,22 +180,7 @@ impl Keys for PgKeys {
                 let mut c = self.pool().get().await?;
                 let tx = c.transaction().await?;
                 exec(&tx, keys::KEY_LOCK, &[&scope, &key]).await?;
-                let inserted = exec(
-                    &tx,
-                    "INSERT INTO idempotency_keys
-                        (user_id, idem_key, request_hash, state, lock_id, locked_at_ms,
-                         created_at_ms, bucket, response_status, response_body)
-                     SELECT $1, $2, ''::bytea, 'completed', '', $3, $3, $4, 404, $5
-                     WHERE NOT EXISTS
-                         (SELECT 1 FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2)",
-                    &[&scope, &key, &now_ms, &bucket, &not_found],
-                )
-                .await?;
-                let row = if inserted == 1 {
-                    None
-                } else {
-                    keys::read(&tx, scope, key).await?
-                };
+                let row = keys::close(&tx, scope, key, now_ms, bucket, &not_found).await?;
                 tx.commit().await?;
                 Ok(row)
             }

@@ -159,6 +159,36 @@ pub async fn claim(pool: &Pool, k: &NewKey<'_>) -> Result<Claim, DbError> {
     with_partition(pool, bucket, attempt).await
 }
 
+/// Closes a key nothing ran under (inside the caller's transaction, after [`KEY_LOCK`]): a
+/// completed row with an empty fingerprint and the stored `not_found` answer (status 404),
+/// so "not executed" stays true. `None` when this call closed it, else the row there.
+pub async fn close<C: GenericClient>(
+    tx: &C,
+    scope: &str,
+    key: &str,
+    now_ms: i64,
+    bucket: i64,
+    not_found: &[u8],
+) -> Result<Option<KeyRow>, DbError> {
+    let inserted = exec(
+        tx,
+        "INSERT INTO idempotency_keys
+            (user_id, idem_key, request_hash, state, lock_id, locked_at_ms,
+             created_at_ms, bucket, response_status, response_body)
+         SELECT $1, $2, ''::bytea, 'completed', '', $3, $3, $4, 404, $5
+         WHERE NOT EXISTS
+             (SELECT 1 FROM idempotency_keys WHERE user_id = $1 AND idem_key = $2)
+         ON CONFLICT (user_id, idem_key, bucket) DO NOTHING",
+        &[&scope, &key, &now_ms, &bucket, &not_found],
+    )
+    .await?;
+    Ok(if inserted == 1 {
+        None
+    } else {
+        read(tx, scope, key).await?
+    })
+}
+
 /// Every key `IN_PROGRESS` with its holder's instance and lease, for the reaper to judge
 /// (`lease::expired`).
 pub async fn in_progress<C: GenericClient>(c: &C) -> Result<Vec<(String, i64, Stuck)>, DbError> {

@@ -124,21 +124,7 @@ impl Keys for SqliteKeys {
     }
 
     fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
-        Box::pin(async move {
-            let mut expired = 0;
-            loop {
-                let n = self
-                    .db
-                    .write(Durability::Full, move |c| {
-                        keys::expire_chunk(c, now_ms, key_window_ms, EXPIRE_CHUNK)
-                    })
-                    .await?;
-                expired += n;
-                if n < EXPIRE_CHUNK {
-                    return Ok(expired);
-                }
-            }
-        })
+        Box::pin(expire_buckets(&self.db, now_ms, key_window_ms))
     }
 
     fn unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, Event)>> {
@@ -149,6 +135,24 @@ impl Keys for SqliteKeys {
         Box::pin(self.db.write(Durability::Normal, move |c| {
             outbox::mark_published(c, &ids, now_ms)
         }))
+    }
+}
+
+/// Removes whole expired key buckets, a chunk per group-commit job: between chunks the
+/// requests' commits go through, so a 100k-row bucket never stalls them. Returns the rows
+/// removed.
+pub async fn expire_buckets(db: &Db, now_ms: i64, key_window_ms: i64) -> Result<usize, DbError> {
+    let mut expired = 0;
+    loop {
+        let n = db
+            .write(Durability::Full, move |c| {
+                keys::expire_chunk(c, now_ms, key_window_ms, EXPIRE_CHUNK)
+            })
+            .await?;
+        expired += n;
+        if n < EXPIRE_CHUNK {
+            return Ok(expired);
+        }
     }
 }
 

@@ -13,7 +13,7 @@ pub mod inbox;
 pub mod keys;
 pub mod outbox;
 
-pub use contract::{SqliteKeys, Work};
+pub use contract::{expire_buckets, SqliteKeys, Work};
 pub use db::{Db, Durability, Schema};
 
 /// Runs `f` as one transaction: its own on a connection outside any (a bare connection),
