@@ -1,7 +1,8 @@
 //! Store files written by older SDKs (`tests/golden/`, each made by its version's own code: see its
 //! README) open with this SDK, migrate to schema 3, and their transfers finish with the keys and the
 //! exact bytes committed then. `store-v1.db` and `store-v2.db` hold one succeeded transfer, one retrying
-//! after a 503 and two pending while offline; `store-v2-states.db` one transfer in every state.
+//! after a 503 and two pending while offline; `store-v1-states.db` and `store-v2-states.db` one
+//! transfer in every state.
 
 mod common;
 
@@ -167,5 +168,16 @@ async fn every_state_of_a_version_2_store_finishes_after_the_upgrade() {
     let dir = tempfile::tempdir().unwrap();
     let db = common::golden::copy("store-v2-states.db", dir.path());
     assert_eq!(user_version(&db), 2);
+    common::golden::every_state_finishes(&db).await;
+}
+
+/// `tests/golden/store-v1-states.db` (written by the code at f3d2c21, schema 1,
+/// `make_store_v1_states.rs.txt`): the same six states from the oldest schema phones hold; two
+/// migration steps later each finishes under the key and bytes committed then.
+#[tokio::test]
+async fn every_state_of_a_version_1_store_finishes_after_the_upgrade() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::golden::copy("store-v1-states.db", dir.path());
+    assert_eq!(user_version(&db), 1);
     common::golden::every_state_finishes(&db).await;
 }

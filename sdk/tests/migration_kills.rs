@@ -162,3 +162,21 @@ async fn the_golden_file_of_every_state_killed_in_its_migration_finishes_too() {
         common::golden::every_state_finishes(&db).await;
     }
 }
+
+/// The schema-1 golden file with a transfer in every state (`store-v1-states.db`), killed at every
+/// point of both migration steps: the file is wholly at one version, and every transfer finishes.
+#[tokio::test]
+async fn the_schema_1_file_of_every_state_killed_at_every_point_finishes_too() {
+    for &(point, version) in POINTS {
+        let dir = tempfile::tempdir().unwrap();
+        let db = common::golden::copy("store-v1-states.db", dir.path());
+        kill_child_at(&db, point);
+        let (found, v2_columns, v3_columns) = version_and_columns(&db);
+        assert_eq!(
+            (found, v2_columns, v3_columns),
+            (version, version >= 2, version >= 3),
+            "{point}"
+        );
+        common::golden::every_state_finishes(&db).await;
+    }
+}
