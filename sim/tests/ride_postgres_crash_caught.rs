@@ -1,0 +1,52 @@
+//! The PostgreSQL crash ride of `ride_postgres_crash.rs` against a broken server: the same three
+//! instances, the same `scripts/pg crash` in the middle, with gateway steps slower than the key
+//! lock and the fence left out (test-only build, feature server-mock/unfenced). Requests that
+//! lost their lock still debit after a look-up said "not found": the checker must fail the ride.
+//! This is what shows the crash ride can fail at all. Needs `SENDONCE_TEST_POSTGRES` and its
+//! cluster's `SENDONCE_PG_DIR` (the `postgres` stage sets both). Its own test binary: the crash
+//! must not land in another ride.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+#[test]
+fn the_crash_ride_catches_an_unfenced_server() {
+    let Ok(db) = std::env::var("SENDONCE_TEST_POSTGRES") else {
+        eprintln!("skipped: SENDONCE_TEST_POSTGRES is not set (scripts/pg start prints it)");
+        return;
+    };
+    let started = Instant::now();
+    let crash = support::crash_after("pg", Duration::from_secs(2));
+    let ride = support::ride(&[
+        "--db",
+        &db,
+        "--instances",
+        "3",
+        "--profile",
+        "lb-replay",
+        "--slow-gateway-rate",
+        "0.2",
+        "--users",
+        "8",
+        "--transfers",
+        "12",
+        "--seed",
+        "11",
+        "--unsafe-no-fence",
+    ]);
+    let ride_took = started.elapsed();
+    let crashed_at = crash.join().expect("the crash thread");
+    let r = ride.assert_caught(
+        "the unfenced server, PostgreSQL crashing mid-ride",
+        &[
+            "FAIL server agrees with its ledger",
+            "but the ledger has debit",
+        ],
+    );
+    assert_eq!(r["unfenced"], true);
+    assert!(
+        crashed_at < ride_took,
+        "the ride ended ({ride_took:?}) before PostgreSQL crashed ({crashed_at:?}): {r:#}"
+    );
+}
