@@ -52,6 +52,14 @@ pub fn sdk_version() -> String {
     env!("CARGO_PKG_VERSION").into()
 }
 
+/// Whether this library carries the core's built-in HTTP stack (reqwest + rustls). A mobile build
+/// has not (built `--no-default-features`): the Kotlin and Swift layers then pass the platform's
+/// stack (OkHttp, URLSession) when the app gives no transport.
+#[uniffi::export]
+pub fn has_built_in_transport() -> bool {
+    sendonce::has_built_in_transport()
+}
+
 /// True once the outcome is known and nothing more will happen.
 #[uniffi::export]
 pub fn transfer_state_is_final(state: TransferState) -> bool {

@@ -175,7 +175,7 @@ impl SdkConfig {
                 self.base_url
             )));
         }
-        let parsed = reqwest::Url::parse(url).map_err(|_| {
+        let parsed = url::Url::parse(url).map_err(|_| {
             SdkError::InvalidConfig(format!("base URL {:?} does not parse", self.base_url))
         })?;
         if parsed.scheme() == "http" && !is_loopback(&parsed) {
@@ -223,7 +223,7 @@ impl SdkConfig {
 }
 
 /// True if the URL's host is this device: the token and the transfer never cross a network in clear.
-fn is_loopback(url: &reqwest::Url) -> bool {
+fn is_loopback(url: &url::Url) -> bool {
     // The URL parser has already normalised the host (IPv4 in dotted form, IPv6 in brackets).
     let Some(host) = url.host_str() else {
         return false;

@@ -68,4 +68,4 @@ pub use crate::operation::{
     AttemptInfo, BodyCodec, HeaderProvider, JsonCodec, Operation, OperationSummary, TransferCodec,
     MAX_BODY_BYTES, TRANSFER_TYPE,
 };
-pub use crate::sdk::Sdk;
+pub use crate::sdk::{has_built_in_transport, Sdk};

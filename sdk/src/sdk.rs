@@ -17,7 +17,7 @@ use crate::netsim::{NetsimStats, NetworkProfile};
 use crate::operation::Operation;
 use crate::sender;
 use crate::store::Store;
-use crate::transport::{HttpTransport, Transport};
+use crate::transport::Transport;
 
 /// The SDK: one per database file, sending in the background on its own runtime.
 pub struct Sdk {
@@ -38,12 +38,14 @@ impl std::fmt::Debug for Sdk {
 }
 
 impl Sdk {
-    /// Opens the file, recovers every unfinished transfer and resumes sending.
+    /// Opens the file, recovers every unfinished transfer and resumes sending, over the built-in
+    /// HTTP stack. A build without it (feature `reqwest-transport` off, as a mobile build is)
+    /// answers [`SdkError::InvalidConfig`]: open it with the platform's transport
+    /// ([`Sdk::open_with_transport`]).
     pub fn open(config: SdkConfig) -> Result<Self> {
         config.validate()?;
-        let transport = HttpTransport::new(config.request_timeout, config.connect_timeout)
-            .map_err(|e| SdkError::InvalidConfig(e.to_string()))?;
-        Self::open_with_transport(config, Arc::new(transport))
+        let transport = built_in_transport(&config)?;
+        Self::open_with_transport(config, transport)
     }
 
     /// Like [`Sdk::open`] with a transport of your own (a proxy, a test double, a recorder).
@@ -435,4 +437,27 @@ async fn dispatch<T: Clone>(
             Err(RecvError::Closed) => return,
         }
     }
+}
+
+/// Whether this build has the built-in HTTP stack (feature `reqwest-transport`); without it every
+/// `open` needs the app's transport.
+pub fn has_built_in_transport() -> bool {
+    cfg!(feature = "reqwest-transport")
+}
+
+#[cfg(feature = "reqwest-transport")]
+fn built_in_transport(config: &SdkConfig) -> Result<Arc<dyn Transport>> {
+    let transport =
+        crate::transport::HttpTransport::new(config.request_timeout, config.connect_timeout)
+            .map_err(|e| SdkError::InvalidConfig(e.to_string()))?;
+    Ok(Arc::new(transport))
+}
+
+#[cfg(not(feature = "reqwest-transport"))]
+fn built_in_transport(_: &SdkConfig) -> Result<Arc<dyn Transport>> {
+    Err(SdkError::InvalidConfig(
+        "this build has no built-in HTTP stack (feature reqwest-transport is off): \
+         open with the platform's transport (OkHttp, URLSession)"
+            .into(),
+    ))
 }

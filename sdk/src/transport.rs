@@ -2,7 +2,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Duration;
 
 /// A boxed, sendable future (the trait must stay object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -90,17 +89,19 @@ pub trait Transport: Send + Sync + 'static {
     fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, TransportError>>;
 }
 
-/// The real network, through reqwest with rustls.
+/// The real network, through reqwest with rustls (the `reqwest-transport` feature, on by default).
+#[cfg(feature = "reqwest-transport")]
 #[derive(Debug, Clone)]
 pub struct HttpTransport {
     client: reqwest::Client,
 }
 
+#[cfg(feature = "reqwest-transport")]
 impl HttpTransport {
     /// A client with these timeouts.
     pub fn new(
-        request_timeout: Duration,
-        connect_timeout: Duration,
+        request_timeout: std::time::Duration,
+        connect_timeout: std::time::Duration,
     ) -> Result<Self, TransportError> {
         let client = reqwest::Client::builder()
             .timeout(request_timeout)
@@ -117,6 +118,7 @@ impl HttpTransport {
     }
 }
 
+#[cfg(feature = "reqwest-transport")]
 impl Transport for HttpTransport {
     fn send(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, TransportError>> {
         Box::pin(async move {
@@ -152,6 +154,7 @@ impl Transport for HttpTransport {
     }
 }
 
+#[cfg(feature = "reqwest-transport")]
 fn map_error(e: reqwest::Error) -> TransportError {
     if e.is_timeout() {
         TransportError::Timeout

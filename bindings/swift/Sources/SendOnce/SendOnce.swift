@@ -47,6 +47,18 @@ public final class SendOnce: Sendable {
     /// Shared instances by file, with their claims not yet released by `close()`.
     private static let instances = Locked<[String: (sdk: SendOnce, holders: Int)]>([:])
 
+    /// The platform's HTTP stack, one per process: what `open` and `shared` use when the app passes no
+    /// transport and the native core has no HTTP stack of its own (the iOS build), so the device's trust
+    /// settings and proxies apply.
+    private static let platformTransport = URLSessionTransport()
+
+    /// The transport to open with: the app's, else the platform's when the core has none built in.
+    static func effectiveTransport(
+        _ given: HttpTransport?, builtIn: Bool = SendOnceFFI.hasBuiltInTransport()
+    ) -> HttpTransport? {
+        given ?? (builtIn ? nil : platformTransport)
+    }
+
     private init(core: SendOnceCore, sharedKey: String? = nil, openedWith: SharedSettings? = nil) {
         self.core = core
         self.sharedKey = sharedKey
@@ -57,7 +69,10 @@ public final class SendOnce: Sendable {
     public static func open(_ config: SendOnceConfig) async throws -> SendOnce {
         try config.checkSpans()
         return try await offCallerThread {
-            let sdk = SendOnce(core: try SendOnceCore.open(config: config))
+            let core = try effectiveTransport(nil).map {
+                try SendOnceCore.openWith(config: config, tokenProvider: nil, transport: $0)
+            } ?? SendOnceCore.open(config: config)
+            let sdk = SendOnce(core: core)
             try sdk.start()
             return sdk
         }
@@ -69,6 +84,7 @@ public final class SendOnce: Sendable {
         _ config: SendOnceConfig, tokenProvider: AccessTokenProvider?, transport: HttpTransport?
     ) async throws -> SendOnce {
         try config.checkSpans()
+        let transport = effectiveTransport(transport)
         return try await offCallerThread {
             let core = try SendOnceCore.openWith(config: config, tokenProvider: tokenProvider, transport: transport)
             let sdk = SendOnce(core: core)
@@ -89,6 +105,7 @@ public final class SendOnce: Sendable {
         _ config: SendOnceConfig, tokenProvider: AccessTokenProvider? = nil, transport: HttpTransport? = nil
     ) async throws -> SendOnce {
         try config.checkSpans()
+        let transport = effectiveTransport(transport)
         return try await offCallerThread {
             let key = URL(fileURLWithPath: config.dbPath).standardizedFileURL.resolvingSymlinksInPath().path
             let wanted = SharedSettings(config, tokenProvider: tokenProvider, transport: transport)

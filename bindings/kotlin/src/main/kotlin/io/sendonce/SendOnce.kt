@@ -42,12 +42,26 @@ class SendOnce private constructor(
     companion object {
         private val instances = HashMap<String, SendOnce>()
 
+        /**
+         * The platform's HTTP stack, one per process: what [open] and [shared] use when the app passes no
+         * transport and the native core has no HTTP stack of its own (the Android build), so the device's
+         * trust settings (Network Security Config, user and MDM CAs) and proxies apply.
+         */
+        private val platformTransport: HttpTransport by lazy { OkHttpTransport(okhttp3.OkHttpClient()) }
+
+        /** The transport to open with: the app's, else the platform's when the core has none built in. */
+        internal fun effectiveTransport(given: HttpTransport?, builtIn: Boolean = hasBuiltInTransport()): HttpTransport? =
+            given ?: if (builtIn) null else platformTransport
+
         /** Opens the file (on [io]), recovers every unfinished transfer and resumes sending. */
         @JvmStatic
         @Throws(SendOnceException::class)
         suspend fun open(config: SendOnceConfig, io: CoroutineDispatcher = Dispatchers.IO): SendOnce {
             config.checkSpans()
-            return withContext(io) { SendOnce(SendOnceCore.open(config), io).also { it.start() } }
+            return withContext(io) {
+                val core = effectiveTransport(null)?.let { SendOnceCore.openWith(config, null, it) } ?: SendOnceCore.open(config)
+                SendOnce(core, io).also { it.start() }
+            }
         }
 
         /** [open] with the app's token provider and HTTP stack (e.g. [OkHttpTransport]). */
@@ -60,7 +74,8 @@ class SendOnce private constructor(
             io: CoroutineDispatcher = Dispatchers.IO,
         ): SendOnce {
             config.checkSpans()
-            return withContext(io) { SendOnce(SendOnceCore.openWith(config, tokenProvider, transport), io).also { it.start() } }
+            val effective = effectiveTransport(transport)
+            return withContext(io) { SendOnce(SendOnceCore.openWith(config, tokenProvider, effective), io).also { it.start() } }
         }
 
         /**
@@ -83,6 +98,7 @@ class SendOnce private constructor(
             io: CoroutineDispatcher = Dispatchers.IO,
         ): SendOnce {
             config.checkSpans()
+            val transport = effectiveTransport(transport)
             return withContext(io) {
                 val key = java.io.File(config.dbPath).canonicalPath
                 val wanted = SharedSettings(config, tokenProvider, transport)

@@ -109,3 +109,19 @@ class OkHttpTransportTest : ServerTest() {
         }
     }
 }
+
+/** Which transport opens the SDK when the app passes none: the core's own stack where it has one (this
+ * host's build), the platform's OkHttp — one object per process, so `shared()` sees the same — where it
+ * has none (the Android build, `--no-default-features`). */
+class PlatformTransportTest {
+    @Test
+    fun `a core without an HTTP stack opens over one OkHttp transport per process`() {
+        val first = SendOnce.effectiveTransport(null, builtIn = false)
+        assertTrue(first is OkHttpTransport)
+        assertTrue(first === SendOnce.effectiveTransport(null, builtIn = false), "one per process")
+        assertEquals(null, SendOnce.effectiveTransport(null, builtIn = true), "the core's own stack")
+        val given = OkHttpTransport(OkHttpClient())
+        assertTrue(given === SendOnce.effectiveTransport(given, builtIn = false), "the app's wins")
+        assertTrue(hasBuiltInTransport(), "this host's test build carries the core's stack")
+    }
+}
