@@ -27,6 +27,7 @@ pub mod logs;
 pub mod objects;
 pub mod operations;
 pub mod probe;
+mod redact;
 pub mod settings;
 mod time;
 pub mod types;

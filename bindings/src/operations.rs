@@ -15,7 +15,9 @@ pub enum OperationMethod {
 }
 
 /// The app's request: committed at confirm with its key, sent byte for byte by every attempt.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+/// Prints without its body, header values, counterparty and note (`crate::redact`).
+#[derive(Clone, PartialEq, Eq, uniffi::Record)]
+#[uniffi::export(Debug, Display)]
 pub struct OperationRequest {
     /// Stored and in events (`payout`, `bill_payment`); `[a-z0-9_.-]`, 1-64 characters.
     pub operation_type: String,

@@ -8,8 +8,10 @@ use std::time::SystemTime;
 
 use crate::time::{epoch_ms, instant};
 
-/// What the user confirmed: one intent to move money.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+/// What the user confirmed: one intent to move money. Prints without the recipient and the note
+/// (`crate::redact`).
+#[derive(Clone, PartialEq, Eq, uniffi::Record)]
+#[uniffi::export(Debug, Display)]
 pub struct TransferRequest {
     /// Server user id of the recipient.
     pub to_user_id: String,
@@ -241,8 +243,10 @@ impl From<Rejection> for sendonce::Rejection {
     }
 }
 
-/// One transfer as persisted on the device.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+/// One transfer as persisted on the device. Prints without the recipient and the note
+/// (`crate::redact`).
+#[derive(Clone, PartialEq, Eq, uniffi::Record)]
+#[uniffi::export(Debug, Display)]
 pub struct Transfer {
     /// Local id, minted at confirm.
     pub local_id: String,

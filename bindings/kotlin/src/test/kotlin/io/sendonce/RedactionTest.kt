@@ -42,4 +42,24 @@ class RedactionTest : ServerTest() {
             assertTrue(line.contains("<redacted>"), line)
         }
     }
+
+    /** Before: the generated data class printed `Transfer(..., toUserId=u_…, note=rent for flat 3B, ...)`. */
+    @Test
+    fun `a transfer and its request print without the recipient and the note`() = runBlocking {
+        val alice = server.createUser("alice", 1_000_000)
+        val bob = server.createUser("bob")
+        val config = SendOnceConfig(baseUrl = server.baseUrl, dbPath = server.dbPath(), accessToken = AccessToken(alice.token))
+        SendOnce.open(config).use { sdk ->
+            val t = sdk.sendTransfer(bob.id, 4_000, "BDT", note = "rent for flat 3B")
+            val done = withTimeout(30_000) { sdk.awaitOutcome(t.localId) }
+            val request = TransferRequest(bob.id, 4_000, "BDT", "rent for flat 3B")
+            for (printed in listOf(t.toString(), done.toString(), "$done", request.toString(), sdk.transfers(null, 10).toString())) {
+                assertFalse(printed.contains(bob.id), "the recipient leaked: $printed")
+                assertFalse(printed.contains("flat 3B"), "the note leaked: $printed")
+                assertTrue(printed.contains("<redacted>"), printed)
+            }
+            assertTrue(done.toString().contains(done.idempotencyKey), "what support needs still prints: $done")
+            assertEquals("rent for flat 3B", done.note, "the value itself is there")
+        }
+    }
 }
