@@ -36,6 +36,10 @@ pub enum SendOnceError {
     /// restored): left untouched, its transfers still in it; not corrupt. Update the app.
     #[error("database written by a newer SDK (schema {found}, this SDK reads up to {supported})")]
     StorageFromNewerVersion { found: i64, supported: i64 },
+    /// The store is encrypted and this key cannot read it (another key, a file kept in clear, or
+    /// not a sendonce file); nothing was changed.
+    #[error("storage key: {detail}")]
+    StorageKey { detail: String },
     /// The disk is full; nothing was written.
     #[error("storage full: {detail}")]
     StorageFull { detail: String },
@@ -89,6 +93,7 @@ impl From<sendonce::SdkError> for SendOnceError {
             E::StorageFromNewerVersion { found, supported } => {
                 Self::StorageFromNewerVersion { found, supported }
             }
+            E::StorageKey(detail) => Self::StorageKey { detail },
             E::StorageFull(detail) => Self::StorageFull { detail },
             E::StorageUnavailable(detail) => Self::StorageUnavailable { detail },
             E::AlreadyOpen(detail) => Self::AlreadyOpen { detail },

@@ -29,6 +29,7 @@ pub mod operations;
 pub mod probe;
 mod redact;
 pub mod settings;
+pub mod store_key;
 mod time;
 pub mod types;
 

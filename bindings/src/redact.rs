@@ -133,6 +133,9 @@ mod tests {
             }
             assert!(printed.contains("<redacted>"), "{printed}");
         }
-        assert!(format!("{op}").contains("x-api-key"), "header names still print");
+        assert!(
+            format!("{op}").contains("x-api-key"),
+            "header names still print"
+        );
     }
 }

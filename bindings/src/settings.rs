@@ -269,6 +269,10 @@ pub struct SendOnceConfig {
     /// Bearer token; can be replaced later with `set_access_token`. Never printed.
     #[uniffi(default = None)]
     pub access_token: Option<std::sync::Arc<AccessToken>>,
+    /// Encrypts the store file with this key (a library built with encryption; see
+    /// `store_encryption_available`); `None`: in clear. Never printed.
+    #[uniffi(default = None)]
+    pub encryption_key: Option<std::sync::Arc<crate::store_key::StoreKey>>,
     /// Retry settings; `None` for the SDK's defaults.
     #[uniffi(default = None)]
     pub retry: Option<RetryPolicy>,
@@ -319,6 +323,10 @@ impl std::fmt::Debug for SendOnceConfig {
             .field("base_url", &self.base_url)
             .field("db_path", &self.db_path)
             .field("access_token", &token)
+            .field(
+                "encryption_key",
+                &self.encryption_key.as_ref().map(|_| "<redacted>"),
+            )
             .field("retry", &self.retry)
             .field("request_timeout", &self.request_timeout)
             .field("connect_timeout", &self.connect_timeout)
@@ -365,6 +373,9 @@ impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {
         if let Some(token) = c.access_token {
             builder = builder.access_token(token.expose());
         }
+        if let Some(key) = c.encryption_key {
+            builder = builder.encryption_key(key.key());
+        }
         if let Some(contract) = c.contract {
             builder = builder.contract(contract.into());
         }
@@ -401,6 +412,7 @@ mod tests {
             base_url: "https://api.example.com".into(),
             db_path: "/tmp/x.db".into(),
             access_token: Some(AccessToken::new("tok_secret_123".into())),
+            encryption_key: Some(crate::store_key::StoreKey::new(vec![0xab; 32]).unwrap()),
             retry: None,
             request_timeout: None,
             connect_timeout: None,
@@ -416,6 +428,7 @@ mod tests {
         };
         let printed = format!("{config:?}");
         assert!(!printed.contains("tok_secret_123"), "{printed}");
+        assert!(!printed.to_lowercase().contains("abab"), "{printed}");
         assert!(printed.contains("redacted"));
     }
 }

@@ -85,6 +85,8 @@ pub struct SdkConfig {
     pub contract: ResponseContract,
     /// Asked before every attempt for headers that change per attempt (not committed).
     pub header_provider: Option<Arc<dyn HeaderProvider>>,
+    /// Encrypts the store file with this key (builds with the `encryption` feature); `None`: in clear.
+    pub encryption_key: Option<crate::encryption::EncryptionKey>,
 }
 
 /// What a deterministic simulation replaces, so a seed replays the same ride: the runtime the SDK's
@@ -104,6 +106,7 @@ impl std::fmt::Debug for SdkConfig {
         f.debug_struct("SdkConfig")
             .field("base_url", &self.base_url)
             .field("db_path", &self.db_path)
+            .field("encrypted", &self.encryption_key.is_some())
             .field(
                 "access_token",
                 &self.access_token.as_ref().map(|_| Redacted),
@@ -153,6 +156,7 @@ impl SdkConfig {
                 deterministic: None,
                 contract: ResponseContract::default(),
                 header_provider: None,
+                encryption_key: None,
             },
         }
     }
@@ -300,6 +304,12 @@ pub struct SdkConfigBuilder {
 }
 
 impl SdkConfigBuilder {
+    /// Encrypts the store file with `key` (SQLCipher; builds with the `encryption` feature, else
+    /// `build` answers `InvalidConfig`). Pass the same key at every open.
+    pub fn encryption_key(mut self, key: crate::encryption::EncryptionKey) -> Self {
+        self.config.encryption_key = Some(key);
+        self
+    }
     /// Initial bearer token.
     pub fn access_token(mut self, token: impl Into<String>) -> Self {
         self.config.access_token = Some(token.into());
@@ -413,6 +423,9 @@ impl SdkConfigBuilder {
             return Err(SdkError::InvalidConfig(
                 "this build has no legacy classification (a test-only build with the feature legacy-classify has)".into(),
             ));
+        }
+        if self.config.encryption_key.is_some() && !crate::encryption::available() {
+            return Err(crate::encryption::no_encryption());
         }
         self.config.validate()?;
         Ok(self.config)

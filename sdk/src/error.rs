@@ -34,6 +34,10 @@ pub enum SdkError {
         /// The newest schema this SDK reads.
         supported: i64,
     },
+    /// The store is encrypted and the key given cannot read it (or a key was given for a file kept
+    /// in clear). Nothing was changed.
+    #[error("storage key: {0}")]
+    StorageKey(String),
     /// The disk is full; nothing was written.
     #[error("storage full: {0}")]
     StorageFull(String),

@@ -33,6 +33,7 @@ mod config;
 mod confirm;
 mod contract;
 mod core;
+pub mod encryption;
 mod error;
 mod events;
 mod model;
@@ -58,6 +59,7 @@ pub use crate::composer::{Composer, ComposerListener, ComposerState};
 pub use crate::config::{Deterministic, RetryPolicy, SdkConfig, SdkConfigBuilder};
 pub use crate::contract::{ActionRule, Locator, LookupRoute, ProblemFormat, ResponseContract};
 pub use crate::core::TransferListener;
+pub use crate::encryption::EncryptionKey;
 pub use crate::error::{Result, SdkError};
 pub use crate::model::{
     Rejection, RejectionReason, RequiredAction, Transfer, TransferRequest, TransferState,

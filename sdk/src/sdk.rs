@@ -51,7 +51,7 @@ impl Sdk {
     /// Like [`Sdk::open`] with a transport of your own (a proxy, a test double, a recorder).
     pub fn open_with_transport(config: SdkConfig, transport: Arc<dyn Transport>) -> Result<Self> {
         config.validate()?;
-        let store = Store::open(&config.db_path)?;
+        let store = Store::open_with(&config.db_path, config.encryption_key.as_ref())?;
         if let Some(account) = &config.account_id {
             crate::account::bind_store(&store, account, |s| Ok(s.wipe()?.into()))?;
         }

@@ -38,6 +38,7 @@ struct Settings {
     /// Addresses of the objects (held alive by the open instance, so never reused meanwhile).
     token_provider: Option<usize>,
     transport: Option<usize>,
+    encryption_key: Option<crate::encryption::EncryptionKey>,
 }
 
 impl Settings {
@@ -58,6 +59,7 @@ impl Settings {
                 .as_ref()
                 .map(|p| Arc::as_ptr(p).cast::<()>() as usize),
             transport: transport.map(|t| Arc::as_ptr(t).cast::<()>() as usize),
+            encryption_key: config.encryption_key.clone(),
         }
     }
 
@@ -65,6 +67,10 @@ impl Settings {
     fn differences(&self, other: &Settings) -> Vec<&'static str> {
         let checks = [
             ("base URL", self.base_url != other.base_url),
+            (
+                "encryption key",
+                self.encryption_key != other.encryption_key,
+            ),
             ("account", self.account_id != other.account_id),
             ("retry policy", self.retry != other.retry),
             (

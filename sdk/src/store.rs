@@ -19,6 +19,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
+use crate::encryption::EncryptionKey;
 use crate::error::{Result, SdkError};
 use crate::model::{Rejection, RejectionReason, RequiredAction, Transfer, TransferState};
 use file::{check_is_ours, make_private, take_instance_lock, APPLICATION_ID};
@@ -139,12 +140,18 @@ pub struct Store {
 impl Store {
     /// Opens (or creates) the file, takes the instance lock and migrates the schema. Never deletes data.
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with(path, None)
+    }
+
+    /// [`Store::open`] of a file encrypted with `key` (or created encrypted); `None`: in clear.
+    pub fn open_with(path: &Path, key: Option<&EncryptionKey>) -> Result<Self> {
         crate::probe::io(crate::probe::IoKind::Store);
         // Before the lock file, the WAL switch or any other write: another app's file stays exactly as found.
-        check_is_ours(path)?;
+        check_is_ours(path, key)?;
         let lock = take_instance_lock(path)?;
         make_private(path)?;
         let mut conn = Connection::open(path)?;
+        crate::encryption::apply(&conn, key)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // WAL + FULL: a committed transfer survives a crash or power loss before the first byte is sent.
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;

@@ -10,6 +10,7 @@ pub fn config(db: String) -> SendOnceConfig {
         base_url: "https://api.example.com".into(),
         db_path: db,
         access_token: None,
+        encryption_key: None,
         retry: None,
         request_timeout: Some(Duration::from_secs(5)),
         connect_timeout: Some(Duration::from_secs(5)),

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+use crate::encryption::{self, EncryptionKey};
 use crate::error::{Result, SdkError};
 
 use super::SCHEMA_VERSION;
@@ -17,7 +18,7 @@ pub(super) const APPLICATION_ID: i64 = 0x536E_644F;
 /// `immutable=1` makes SQLite skip locks, journals, `-wal` and `-shm` entirely, so nothing is created
 /// next to the file either. A WAL of ours that was never checkpointed is invisible here; it can only
 /// hold our own schema, so the file then looks empty and the full checks after opening still apply.
-pub(super) fn check_is_ours(path: &Path) -> Result<()> {
+pub(super) fn check_is_ours(path: &Path, key: Option<&EncryptionKey>) -> Result<()> {
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => {
@@ -30,7 +31,7 @@ pub(super) fn check_is_ours(path: &Path) -> Result<()> {
         Ok(meta) if meta.is_file() && meta.len() == 0 => return Ok(()),
         Ok(_) => {}
     }
-    let identity = match read_identity_settled(path) {
+    let identity = match read_identity_settled(path, key) {
         Ok(identity) => identity,
         Err(e) if has_wal(path) => {
             // Our own file killed mid-checkpoint is inconsistent without its WAL, which only a normal
@@ -85,19 +86,24 @@ fn has_wal(path: &Path) -> bool {
 /// tells a live file from a broken one at once. (Waiting for the read to succeed instead cost a file
 /// killed mid-checkpoint 200 ms at every open until one got through: sdk/tests/sigkill.rs's children,
 /// killed within 60 ms, then never sent again.)
-fn read_identity_settled(path: &Path) -> Result<Identity> {
-    match read_identity(path) {
+fn read_identity_settled(path: &Path, key: Option<&EncryptionKey>) -> Result<Identity> {
+    match read_identity(path, key) {
         Ok(identity) => Ok(identity),
-        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => Err(e.into()),
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => {
+            // With a key: this key cannot read it (typed, the file untouched); without: not ours.
+            Err(key
+                .and_then(|_| encryption::wrong_key(&e))
+                .unwrap_or_else(|| e.into()))
+        }
         Err(_) => {
             let _quiet = take_instance_lock(path)?;
-            Ok(read_identity(path)?)
+            Ok(read_identity(path, key)?)
         }
     }
 }
 
 /// Application id, schema version and tables, read through an immutable connection.
-fn read_identity(path: &Path) -> rusqlite::Result<Identity> {
+fn read_identity(path: &Path, key: Option<&EncryptionKey>) -> rusqlite::Result<Identity> {
     let uri = format!("file:{}?immutable=1", uri_path(path));
     let conn = Connection::open_with_flags(
         &uri,
@@ -105,6 +111,15 @@ fn read_identity(path: &Path) -> rusqlite::Result<Identity> {
             | rusqlite::OpenFlags::SQLITE_OPEN_URI
             | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
+    if let Some(key) = key {
+        // Keyed before the first read; a build without encryption never gets here (the config refuses).
+        encryption::apply(&conn, Some(key)).map_err(|e| {
+            rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISUSE),
+                Some(e.to_string()),
+            )
+        })?;
+    }
     let application_id = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
     let version = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let (tables, ours): (i64, i64) = conn.query_row(

@@ -18,6 +18,7 @@ extension SendOnceError: LocalizedError {
         case .InvalidOperation: "invalid_operation"
         case .StorageCorrupt: "storage_corrupt"
         case .StorageFromNewerVersion: "storage_from_newer_version"
+        case .StorageKey: "storage_key"
         case .StorageFull: "storage_full"
         case .StorageUnavailable: "storage_unavailable"
         case .AlreadyOpen: "already_open"

@@ -17,6 +17,7 @@ val SendOnceException.messageKey: String
         is SendOnceException.InvalidOperation -> "invalid_operation"
         is SendOnceException.StorageCorrupt -> "storage_corrupt"
         is SendOnceException.StorageFromNewerVersion -> "storage_from_newer_version"
+        is SendOnceException.StorageKey -> "storage_key"
         is SendOnceException.StorageFull -> "storage_full"
         is SendOnceException.StorageUnavailable -> "storage_unavailable"
         is SendOnceException.AlreadyOpen -> "already_open"
