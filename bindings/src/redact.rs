@@ -43,12 +43,6 @@ impl fmt::Display for Transfer {
     }
 }
 
-impl fmt::Debug for Transfer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
 impl fmt::Display for TransferRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -58,12 +52,6 @@ impl fmt::Display for TransferRequest {
             self.currency,
             shown(&self.note)
         )
-    }
-}
-
-impl fmt::Debug for TransferRequest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
     }
 }
 
@@ -87,11 +75,17 @@ impl fmt::Display for OperationRequest {
     }
 }
 
-impl fmt::Debug for OperationRequest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
+/// Debug is Display: the same redacted line (Swift's `debugDescription`, Rust's `{:?}`).
+macro_rules! debug_is_display {
+    ($($t:ty),*) => {$(
+        impl fmt::Debug for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(self, f)
+            }
+        }
+    )*};
 }
+debug_is_display!(Transfer, TransferRequest, OperationRequest);
 
 #[cfg(test)]
 mod tests {

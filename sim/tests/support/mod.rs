@@ -122,3 +122,38 @@ pub fn assert_credits_delivered(report: &Value) {
         "{report:#}"
     );
 }
+
+/// The PostgreSQL crash ride (`ride_postgres_crash*.rs`): three instances on `db` behind the balancer,
+/// `scripts/pg crash` two seconds in, with `extra` arguments. Panics if the ride ended before the
+/// crash (it would prove nothing). Needs the cluster's `SENDONCE_PG_DIR` for the crash.
+pub fn pg_crash_ride(db: &str, extra: &[&str]) -> Ride {
+    let started = std::time::Instant::now();
+    let crash = crash_after("pg", std::time::Duration::from_secs(2));
+    let args = [
+        &[
+            "--db",
+            db,
+            "--instances",
+            "3",
+            "--profile",
+            "lb-replay",
+            "--users",
+            "8",
+            "--transfers",
+            "12",
+            "--seed",
+            "11",
+        ][..],
+        extra,
+    ]
+    .concat();
+    let ride = ride(&args);
+    let ride_took = started.elapsed();
+    let crashed_at = crash.join().expect("the crash thread");
+    assert!(
+        crashed_at < ride_took,
+        "the ride ended ({ride_took:?}) before PostgreSQL crashed ({crashed_at:?}): it proves nothing: {:#}",
+        ride.report
+    );
+    ride
+}
