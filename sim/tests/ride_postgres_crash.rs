@@ -13,5 +13,5 @@ fn a_ride_over_three_instances_survives_postgresql_crashing_in_the_middle() {
         eprintln!("skipped: SENDONCE_TEST_POSTGRES is not set (scripts/pg start prints it)");
         return;
     };
-    support::pg_crash_ride(&db, &["--server-faults", "0.03"]).assert_holds();
+    support::pg_crash_ride(&db, "11", &["--server-faults", "0.03"]).assert_holds();
 }

@@ -124,9 +124,9 @@ pub fn assert_credits_delivered(report: &Value) {
 }
 
 /// The PostgreSQL crash ride (`ride_postgres_crash*.rs`): three instances on `db` behind the balancer,
-/// `scripts/pg crash` two seconds in, with `extra` arguments. Panics if the ride ended before the
-/// crash (it would prove nothing). Needs the cluster's `SENDONCE_PG_DIR` for the crash.
-pub fn pg_crash_ride(db: &str, extra: &[&str]) -> Ride {
+/// `scripts/pg crash` two seconds in, on `seed`, with `extra` arguments. Panics if the ride ended
+/// before the crash (it would prove nothing). Needs the cluster's `SENDONCE_PG_DIR` for the crash.
+pub fn pg_crash_ride(db: &str, seed: &str, extra: &[&str]) -> Ride {
     let started = std::time::Instant::now();
     let crash = crash_after("pg", std::time::Duration::from_secs(2));
     let args = [
