@@ -10,14 +10,15 @@ mod sqlite;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::{Query, State};
-use axum::http::HeaderMap;
+use axum::extract::{Query, Request as HttpRequest, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::Response;
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use clap::Parser;
-use sendonce_server::engine::Publish;
-use sendonce_server::{Answer, Engine, Event, Problem, Request};
+use sendonce_server::engine::{Idempotent, Principal, Publish};
+use sendonce_server::{Answer, Engine, Event, Problem};
 use shop::{Card, PlaceOrder, Shop};
 
 #[derive(Parser)]
@@ -91,7 +92,11 @@ async fn serve<S: Shop + Clone>(shop: S, args: Args) -> Result<(), Box<dyn std::
     });
     let router = Router::new()
         .route("/v1/orders", post(create::<S>).get(lookup::<S>))
-        .route("/v1/card", get(card::<S>))
+        .route("/v1/card", get(card))
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            authenticate::<S>,
+        ))
         .with_state(app);
     let listener = tokio::net::TcpListener::bind(&args.listen).await?;
     println!("orders listening on http://{}", listener.local_addr()?);
@@ -111,52 +116,54 @@ impl Publish for Receipts {
     }
 }
 
-/// The customer whose bearer token this is (401 `unauthenticated` otherwise).
-async fn customer<S: Shop>(app: &App<S>, headers: &HeaderMap) -> Result<Card, Problem> {
-    let token = headers.get("authorization").and_then(|v| v.to_str().ok());
+/// Authentication, as a layer: the bearer token's customer, as the engine's principal and as the
+/// card the handlers read (401 `unauthenticated` otherwise).
+async fn authenticate<S: Shop>(
+    State(app): State<Arc<App<S>>>,
+    mut req: HttpRequest,
+    next: Next,
+) -> Result<Response, Problem> {
+    let token = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
     let token = token
         .and_then(|v| v.strip_prefix("Bearer "))
         .ok_or_else(Problem::unauthenticated)?;
     let card = app.orders.shop.card_by_token(shop::token_hash(token)).await;
-    card.map_err(|e| e.into_problem())?
-        .ok_or_else(Problem::unauthenticated)
+    let card = card
+        .map_err(|e| e.into_problem())?
+        .ok_or_else(Problem::unauthenticated)?;
+    req.extensions_mut().insert(Principal(card.user_id.clone()));
+    req.extensions_mut().insert(card);
+    Ok(next.run(req).await)
 }
 
 /// `POST /v1/orders`: places the order once per key; a retry gets the stored answer.
-async fn create<S: Shop>(
-    State(app): State<Arc<App<S>>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Answer, Problem> {
-    let card = customer(&app, &headers).await?;
-    let req = Request::new(card.user_id, "POST", "/v1/orders", &headers, body)?;
-    Ok(app.engine.run_detached(&app.orders, req).await)
+async fn create<S: Shop>(State(app): State<Arc<App<S>>>, Idempotent(req): Idempotent) -> Answer {
+    app.engine.run_detached(&app.orders, req).await
 }
 
 /// `GET /v1/orders?idempotency_key=K`: what happened to the order sent with K.
 async fn lookup<S: Shop>(
     State(app): State<Arc<App<S>>>,
+    Extension(Principal(user)): Extension<Principal>,
     Query(q): Query<std::collections::HashMap<String, String>>,
-    headers: HeaderMap,
 ) -> Result<Answer, Problem> {
-    let card = customer(&app, &headers).await?;
     let raw = q
         .get("idempotency_key")
         .map(String::as_bytes)
         .unwrap_or_default();
     let key = sendonce_server::key::parse_key(raw).map_err(sendonce_server::key::problem)?;
     let not_found = Problem::new(
-        axum::http::StatusCode::NOT_FOUND,
+        StatusCode::NOT_FOUND,
         "order_not_found",
         "no order was placed with this key",
     );
-    Ok(app.engine.lookup(&card.user_id, &key, not_found).await)
+    Ok(app.engine.lookup(&user, &key, not_found).await)
 }
 
 /// `GET /v1/card`: the caller's card and its balance.
-async fn card<S: Shop>(
-    State(app): State<Arc<App<S>>>,
-    headers: HeaderMap,
-) -> Result<Json<Card>, Problem> {
-    Ok(Json(customer(&app, &headers).await?))
+async fn card(Extension(card): Extension<Card>) -> Json<Card> {
+    Json(card)
 }

@@ -26,10 +26,12 @@ use crate::fingerprint::request_hash;
 use crate::problem::Problem;
 use crate::store::{DbError, Fence, Keys, NewKey, Stuck};
 
+pub mod extract;
 mod lookup;
 mod reaper;
 mod relay;
 
+pub use extract::{Idempotent, Principal};
 pub use reaper::{interval as reaper_interval, Pass, Recovery};
 pub use relay::{Publish, BATCH};
 

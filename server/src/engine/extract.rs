@@ -1,0 +1,50 @@
+//! The axum side of the engine: an extractor that turns an HTTP request into the engine's
+//! [`Request`] — the principal your authentication layer put in the request's extensions, the
+//! `Idempotency-Key`, the fingerprint of method, path and the exact body bytes.
+//!
+//! ```ignore
+//! async fn create(State(app): State<App>, Idempotent(req): Idempotent) -> Answer {
+//!     app.engine.run_detached(&app.operation, req).await
+//! }
+//! ```
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request as HttpRequest};
+use axum::http::StatusCode;
+
+use super::Request;
+use crate::problem::Problem;
+
+/// Who is calling, as your authentication layer decided (insert it into the request's
+/// extensions, e.g. in a `middleware::from_fn`): keys are scoped per principal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal(pub String);
+
+/// The request as the engine runs it. Rejects with the contract's 400 for a missing or invalid
+/// key, and 401 `unauthenticated` when no [`Principal`] was set (a route your authentication
+/// layer does not cover).
+#[derive(Debug, Clone)]
+pub struct Idempotent(pub Request);
+
+impl<S: Send + Sync> FromRequest<S> for Idempotent {
+    type Rejection = Problem;
+
+    async fn from_request(req: HttpRequest, state: &S) -> Result<Self, Problem> {
+        let scope = req
+            .extensions()
+            .get::<Principal>()
+            .map(|p| p.0.clone())
+            .ok_or_else(Problem::unauthenticated)?;
+        let (method, path) = (req.method().clone(), req.uri().path().to_string());
+        let headers = req.headers().clone();
+        let body = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                Problem::new(e.status(), "payload_too_large", e.body_text())
+            } else {
+                Problem::invalid(e.body_text())
+            }
+        })?;
+        let request = Request::new(scope, method.as_str(), &path, &headers, body)?;
+        Ok(Self(request))
+    }
+}
