@@ -160,6 +160,7 @@ impl Store {
                 "could not enable WAL (journal_mode={mode})"
             )));
         }
+        migrate::crash_point("open-after-wal");
         // Checkpoints run between commits (`checkpoint_if_due`), not inside whichever commit crosses the
         // auto-checkpoint threshold: otherwise every few hundred confirmations one tap pays for a checkpoint.
         // A WAL that grew in a burst is cut back to 16 MiB when it restarts (bounded storage).
@@ -193,14 +194,17 @@ impl Store {
             }
         }
         conn.execute_batch(SCHEMA)?;
+        migrate::crash_point("open-after-schema");
         let version = migrate::to_v2(&mut conn, version)?;
         migrate::to_v3(&mut conn, version)?;
         // Each pragma write is a commit (an fsync): at every open after the first they are already set.
         let app_id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
         if version != SCHEMA_VERSION || app_id != APPLICATION_ID {
+            migrate::crash_point("open-before-ids");
             conn.execute_batch(&format!(
                 "PRAGMA user_version={SCHEMA_VERSION}; PRAGMA application_id={APPLICATION_ID};"
             ))?;
+            migrate::crash_point("open-after-ids");
         }
         Ok(Self {
             conn: Mutex::new(conn),

@@ -180,3 +180,25 @@ async fn the_schema_1_file_of_every_state_killed_at_every_point_finishes_too() {
         common::golden::every_state_finishes(&db).await;
     }
 }
+
+/// The open's own writes around the migration steps: the switch to WAL (the golden files are in
+/// rollback-journal mode), the schema's `IF NOT EXISTS` objects, and the identity pragmas after the
+/// last step. A kill at each leaves a file wholly at one version whose transfers all finish.
+const OPEN_POINTS: &[(&str, i64, i64)] = &[
+    // (point, the version after a kill there from schema 1, from schema 2)
+    ("open-after-wal", 1, 2),
+    ("open-after-schema", 1, 2),
+    ("open-before-ids", 3, 3),
+    ("open-after-ids", 3, 3),
+];
+
+#[tokio::test]
+async fn a_kill_at_every_write_of_the_open_around_the_migration_leaves_a_file_that_finishes() {
+    for &(point, from_v1, from_v2) in OPEN_POINTS {
+        for (file, first, version) in [("store-v1.db", 1, from_v1), ("store-v2.db", 2, from_v2)] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = common::golden::copy(file, dir.path());
+            finishes_after_the_kill(&db, point, version, first).await;
+        }
+    }
+}

@@ -83,8 +83,9 @@ pub(super) fn to_v3(conn: &mut Connection, found_version: i64) -> Result<()> {
 
 /// Test builds with `crash-points` only: the process SIGKILLs itself here when `SENDONCE_CRASH_AT` names
 /// this point, so a test can show that a migration killed between any two of its writes leaves a file the
-/// next open finishes (`tests/migration_kills.rs`). Compiled out of every other build.
-fn crash_point(_name: &str) {
+/// next open finishes (`tests/migration_kills.rs`); the open's own writes around the steps have
+/// points too (`open-…`, in `Store::open_with`). Compiled out of every other build.
+pub(super) fn crash_point(_name: &str) {
     #[cfg(feature = "crash-points")]
     if std::env::var("SENDONCE_CRASH_AT").as_deref() == Ok(_name) {
         let pid = std::process::id().to_string();
