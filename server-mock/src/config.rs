@@ -44,6 +44,10 @@ pub struct ServerConfig {
     /// and rides can show the double payments it prevents. Never in a shipped binary.
     #[cfg(feature = "unfenced")]
     pub unfenced: bool,
+    /// Test-only builds: the broker relay marks every batch published whether or not the broker
+    /// acknowledged it (at most once), so a ride can show the events a broker outage then loses.
+    #[cfg(feature = "unsafe-relay")]
+    pub relay_marks_unacked: bool,
     /// Deterministic simulations only (`sendonce-sim ride`): the wall clock starts at this time
     /// and follows tokio's (paused) clock, and the database runs on the caller's thread (no
     /// writer thread, no blocking pool), so a seed replays the same ride.
@@ -71,6 +75,8 @@ impl Default for ServerConfig {
             kafka_single_broker_dev: false,
             #[cfg(feature = "unfenced")]
             unfenced: false,
+            #[cfg(feature = "unsafe-relay")]
+            relay_marks_unacked: false,
             simulated_start_ms: None,
         }
     }
@@ -179,6 +185,37 @@ impl ServerConfig {
         {
             let _ = self;
             Err("this build has no unfenced mode (a test-only build with the cargo feature `unfenced` has)".into())
+        }
+    }
+}
+
+impl ServerConfig {
+    /// This configuration with a broker relay that marks unacknowledged batches published, in a
+    /// test-only build (feature `unsafe-relay`); any other build refuses.
+    pub fn marking_unacked(self) -> Result<Self, String> {
+        #[cfg(feature = "unsafe-relay")]
+        {
+            Ok(Self {
+                relay_marks_unacked: true,
+                ..self
+            })
+        }
+        #[cfg(not(feature = "unsafe-relay"))]
+        {
+            let _ = self;
+            Err("this build has no unsafe relay (a test-only build with the cargo feature `unsafe-relay` has)".into())
+        }
+    }
+
+    /// Whether the relay marks batches the broker did not acknowledge (test-only builds).
+    pub fn relay_marks_unacked(&self) -> bool {
+        #[cfg(feature = "unsafe-relay")]
+        {
+            self.relay_marks_unacked
+        }
+        #[cfg(not(feature = "unsafe-relay"))]
+        {
+            false
         }
     }
 }

@@ -130,6 +130,11 @@ pub struct RideArgs {
     /// request lost its key lock; the checker must fail.
     #[arg(long)]
     pub unsafe_no_fence: bool,
+    /// DEBUG, test-only builds (cargo feature server-mock/unsafe-relay): the broker relay marks events
+    /// published without the broker's acknowledgement; with the broker crashed (--broker) the checker
+    /// must fail.
+    #[arg(long)]
+    pub unsafe_relay_marks_unacked: bool,
     /// A PostgreSQL cluster (postgres://USER@HOST:PORT/DB, what scripts/pg start prints): the ride's
     /// server runs on a fresh database of it instead of a SQLite file.
     #[arg(long)]
@@ -177,6 +182,7 @@ impl RideArgs {
                 kill_rate: self.server_kill_rate,
                 clock_jump_rate: self.server_clock_jump_rate,
                 unfenced: self.unsafe_no_fence,
+                relay_marks_unacked: self.unsafe_relay_marks_unacked,
                 postgres: self.db.clone(),
                 instances: usize::from(self.instances),
                 kafka_single_broker_dev: self.kafka_single_broker_dev,

@@ -28,6 +28,8 @@ pub struct ServerFaults {
     pub clock_jump_rate: f64,
     /// Test-only builds: the server moves money even when a request lost its lock.
     pub unfenced: bool,
+    /// Test-only builds: the broker relay marks events it could not publish (lost on a broker outage).
+    pub relay_marks_unacked: bool,
     /// A PostgreSQL cluster URL: the ride's server runs on a fresh database of it
     /// (`None`: a SQLite file).
     pub postgres: Option<String>,
@@ -66,6 +68,9 @@ impl ServerFaults {
         };
         if self.unfenced {
             config = config.without_fence().map_err(anyhow::Error::msg)?;
+        }
+        if self.relay_marks_unacked {
+            config = config.marking_unacked().map_err(anyhow::Error::msg)?;
         }
         Ok(config)
     }

@@ -25,7 +25,7 @@ pub enum ConnectError {
 }
 
 /// How long the producer keeps retrying one message before the batch fails.
-const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Publishes to one broker's `transfers.done`.
 pub struct KafkaPublisher {
@@ -37,6 +37,17 @@ impl KafkaPublisher {
     /// Connects (blocking: creates the topics if missing) and checks that the topic's
     /// acks are durable, unless `single_broker_dev` (then it only warns).
     pub fn connect(url: &str, single_broker_dev: bool) -> Result<Self, ConnectError> {
+        Self::connect_with(url, single_broker_dev, DELIVERY_TIMEOUT)
+    }
+
+    /// [`KafkaPublisher::connect`] with the producer giving up on a message after
+    /// `delivery_timeout` (test-only builds shorten it to show what a relay that marks
+    /// unacknowledged events loses in a broker outage).
+    pub fn connect_with(
+        url: &str,
+        single_broker_dev: bool,
+        delivery_timeout: Duration,
+    ) -> Result<Self, ConnectError> {
         let broker = Broker::parse(url)?;
         broker.ensure_topics()?;
         let topic = broker.name(event::DONE);
@@ -51,7 +62,7 @@ impl KafkaPublisher {
             .idempotent_producer()
             .set(
                 "message.timeout.ms",
-                DELIVERY_TIMEOUT.as_millis().to_string(),
+                delivery_timeout.as_millis().to_string(),
             )
             .create()
             .map_err(sendonce_streams::BrokerError::from)?;

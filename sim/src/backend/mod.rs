@@ -128,6 +128,9 @@ pub async fn start(
     if faults.postgres.is_none() && faults.instances > 1 {
         bail!("--instances needs --db postgres://... (several instances share one database)");
     }
+    if faults.relay_marks_unacked && (kind != Kind::Loopback || broker.is_none()) {
+        bail!("--unsafe-relay-marks-unacked needs --broker and a server in this process (no kills, no --db)");
+    }
     let config = faults.server_config(db, broker)?;
     Ok(match (kind, &faults.postgres) {
         (Kind::Balanced, Some(cluster)) => {

@@ -85,6 +85,7 @@ impl RideConfig {
             (s.clock_jump_rate > 0.0, "--server-clock-jump-rate"),
             (s.slow_gateway_rate > 0.0, "--slow-gateway-rate"),
             (s.unfenced, "--unsafe-no-fence"),
+            (s.relay_marks_unacked, "--unsafe-relay-marks-unacked"),
             (self.legacy_classify, "--unsafe-legacy-classify"),
         ];
         match refused.iter().find(|(on, _)| *on) {

@@ -142,7 +142,7 @@ pub fn pg_crash_ride(db: &str, seed: &str, extra: &[&str]) -> Ride {
             "--transfers",
             "12",
             "--seed",
-            "11",
+            seed,
         ][..],
         extra,
     ]
