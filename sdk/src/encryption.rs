@@ -54,8 +54,12 @@ pub(crate) fn apply(conn: &Connection, key: Option<&EncryptionKey>) -> Result<()
     if !available() {
         return Err(no_encryption());
     }
-    conn.execute_batch(&format!("PRAGMA key = {};", key.pragma_value()))?;
-    Ok(())
+    Ok(key_connection(conn, key)?)
+}
+
+/// Gives `conn` the key (SQLCipher's `PRAGMA key`), before its first read.
+pub(crate) fn key_connection(conn: &Connection, key: &EncryptionKey) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!("PRAGMA key = {};", key.pragma_value()))
 }
 
 /// A key given to a build that cannot use it.

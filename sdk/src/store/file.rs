@@ -113,12 +113,7 @@ fn read_identity(path: &Path, key: Option<&EncryptionKey>) -> rusqlite::Result<I
     )?;
     if let Some(key) = key {
         // Keyed before the first read; a build without encryption never gets here (the config refuses).
-        encryption::apply(&conn, Some(key)).map_err(|e| {
-            rusqlite::Error::SqliteFailure(
-                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_MISUSE),
-                Some(e.to_string()),
-            )
-        })?;
+        encryption::key_connection(&conn, key)?;
     }
     let application_id = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
     let version = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;

@@ -20,21 +20,22 @@ impl<S: Keys> Engine<S> {
     }
 
     async fn find(&self, scope: &str, key: &str, not_found: Problem) -> Result<Answer, DbError> {
-        let mut row = self.store.read(scope, key).await?;
-        if row.is_none() {
-            let now = self.clock.now_ms();
-            let width = bucket_width_ms(self.key_window_ms);
-            let body = not_found.body_bytes();
-            row = self
-                .store
-                .close_unexecuted(scope, key, now, width, body)
-                .await?;
-            if row.is_none() {
-                return Ok(not_found.into());
+        let row = match self.store.read(scope, key).await? {
+            Some(row) => row,
+            None => {
+                let now = self.clock.now_ms();
+                let width = bucket_width_ms(self.key_window_ms);
+                let body = not_found.body_bytes();
+                match self
+                    .store
+                    .close_unexecuted(scope, key, now, width, body)
+                    .await?
+                {
+                    // A request under the key wrote its row first: that row answers.
+                    Some(row) => row,
+                    None => return Ok(not_found.into()),
+                }
             }
-        }
-        let Some(row) = row else {
-            return Ok(not_found.into());
         };
         Ok(match (row.completed, row.status, row.body) {
             // The success itself, not a replay of the POST: 200 with the same bytes.
