@@ -83,10 +83,7 @@ impl From<sendonce::SdkEvent> for SdkEvent {
                 delay: span(delay_ms),
             },
             E::GaveUp { local_id } => Self::GaveUp { local_id },
-            E::Resolved { local_id, state } => Self::Resolved {
-                local_id,
-                state: state.into(),
-            },
+            E::Resolved { local_id, state } => Self::Resolved { local_id, state },
             E::Wiped {
                 discarded_unfinished,
                 deleted_finished,

@@ -65,13 +65,13 @@ pub fn has_built_in_transport() -> bool {
 /// True once the outcome is known and nothing more will happen.
 #[uniffi::export]
 pub fn transfer_state_is_final(state: TransferState) -> bool {
-    sendonce::TransferState::from(state).is_final()
+    state.is_final()
 }
 
 /// True once a UI should stop showing progress (final, or handed to the user).
 #[uniffi::export]
 pub fn transfer_state_is_settled(state: TransferState) -> bool {
-    sendonce::TransferState::from(state).is_settled()
+    state.is_settled()
 }
 
 /// Whether the Send button is enabled in this composer state.

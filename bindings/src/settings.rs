@@ -377,7 +377,7 @@ impl TryFrom<SendOnceConfig> for sendonce::SdkConfig {
             builder = builder.encryption_key(key.key());
         }
         if let Some(contract) = c.contract {
-            builder = builder.contract(contract.into());
+            builder = builder.contract(contract);
         }
         if let Some(retry) = c.retry {
             builder = builder.retry(retry.try_into()?);

@@ -1,4 +1,7 @@
-//! Mirrors of the SDK's transfer values as uniffi records and enums, with the conversions both ways.
+//! The SDK's transfer values that need an FFI shape of their own (times as `SystemTime`, printing
+//! that hides personal data, the composer's `send_enabled`), with the conversions both ways. The
+//! core's plain values — `TransferState`, `Rejection`, `RejectionReason`, `RequiredAction` and the
+//! response contract — are uniffi types in the core itself (its `uniffi` feature), re-exported here.
 //!
 //! Times are `SystemTime` (Kotlin `Instant`, Swift `Date`), converted in the `time` module. Amounts are
 //! `i64` minor units of the currency (paisa for BDT, cents for USD: 1 BDT = 100). Settings (config,
@@ -7,6 +10,8 @@
 use std::time::SystemTime;
 
 use crate::time::{epoch_ms, instant};
+
+pub use sendonce::{Rejection, RejectionReason, RequiredAction, TransferState};
 
 /// What the user confirmed: one intent to move money. Prints without the recipient and the note
 /// (`crate::redact`).
@@ -32,213 +37,6 @@ impl From<TransferRequest> for sendonce::TransferRequest {
             amount_minor: r.amount_minor,
             currency: r.currency,
             note: r.note,
-        }
-    }
-}
-
-/// Where a transfer is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Enum)]
-pub enum TransferState {
-    /// Persisted, not yet sent.
-    Pending,
-    /// A request is on the wire (or was when the app died).
-    Sending,
-    /// The last attempt's outcome was unknown; another one is scheduled.
-    Retrying,
-    /// The server refused the credentials; waits for `set_access_token`.
-    AuthRequired,
-    /// The server moved the money.
-    Succeeded,
-    /// The server said a definitive no (insufficient funds, invalid request).
-    Rejected,
-    /// A bug (key reused with another body) or the server never executed it; never retried.
-    Failed,
-    /// The client stopped sending at the give-up horizon; the outcome is resolved by status look-up.
-    NeedsAttention,
-    /// The server wants the customer to complete a step (3-D Secure, SCA, a code); parked until
-    /// `action_completed`, never given up, never a new key.
-    RequiresAction,
-}
-
-impl From<sendonce::TransferState> for TransferState {
-    fn from(s: sendonce::TransferState) -> Self {
-        use sendonce::TransferState as S;
-        match s {
-            S::Pending => Self::Pending,
-            S::Sending => Self::Sending,
-            S::Retrying => Self::Retrying,
-            S::AuthRequired => Self::AuthRequired,
-            S::Succeeded => Self::Succeeded,
-            S::Rejected => Self::Rejected,
-            S::Failed => Self::Failed,
-            S::NeedsAttention => Self::NeedsAttention,
-            S::RequiresAction => Self::RequiresAction,
-        }
-    }
-}
-
-impl From<TransferState> for sendonce::TransferState {
-    fn from(s: TransferState) -> Self {
-        use TransferState as S;
-        match s {
-            S::Pending => Self::Pending,
-            S::Sending => Self::Sending,
-            S::Retrying => Self::Retrying,
-            S::AuthRequired => Self::AuthRequired,
-            S::Succeeded => Self::Succeeded,
-            S::Rejected => Self::Rejected,
-            S::Failed => Self::Failed,
-            S::NeedsAttention => Self::NeedsAttention,
-            S::RequiresAction => Self::RequiresAction,
-        }
-    }
-}
-
-/// Why the server (or the SDK) said no, as a type an app can switch over; `Other` keeps the server's
-/// code of anything newer than these bindings.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, uniffi::Enum)]
-pub enum RejectionReason {
-    /// The sender's wallet does not hold the amount (402 `insufficient_funds`).
-    InsufficientFunds,
-    /// No user with this recipient id (404 `recipient_not_found`).
-    RecipientNotFound,
-    /// The recipient's wallet would exceed its highest balance (`recipient_balance_limit`).
-    RecipientLimitReached,
-    /// The server refused the request as malformed (400 `invalid_request`).
-    InvalidRequest,
-    /// The idempotency key was already used with another body (422 `idempotency_key_reused`): a bug.
-    KeyReused,
-    /// The status look-up said the server never executed it (`not_executed`); nothing moved.
-    NotExecuted,
-    /// A code these bindings do not know yet.
-    Other {
-        /// The server's stable code.
-        code: String,
-    },
-}
-
-impl RejectionReason {
-    /// The typed reason of a stable code.
-    pub fn of_code(code: &str) -> Self {
-        match code {
-            "insufficient_funds" => Self::InsufficientFunds,
-            "recipient_not_found" => Self::RecipientNotFound,
-            "recipient_balance_limit" => Self::RecipientLimitReached,
-            "invalid_request" => Self::InvalidRequest,
-            "idempotency_key_reused" => Self::KeyReused,
-            "not_executed" => Self::NotExecuted,
-            other => Self::Other { code: other.into() },
-        }
-    }
-
-    /// The key an app looks its localised text up by, e.g. `sendonce.rejection.insufficient_funds`.
-    pub fn message_key(&self) -> String {
-        let name = match self {
-            Self::InsufficientFunds => "insufficient_funds",
-            Self::RecipientNotFound => "recipient_not_found",
-            Self::RecipientLimitReached => "recipient_limit_reached",
-            Self::InvalidRequest => "invalid_request",
-            Self::KeyReused => "key_reused",
-            Self::NotExecuted => "not_executed",
-            Self::Other { .. } => "other",
-        };
-        format!("sendonce.rejection.{name}")
-    }
-}
-
-/// Why the server (or the SDK) said no.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Rejection {
-    /// What the app switches over (and localises through `rejection_reason_message_key`).
-    pub reason: RejectionReason,
-    /// Stable machine code, e.g. `insufficient_funds`.
-    pub code: String,
-    /// The server's own detail, for logs; not a text to show (it is English and may change).
-    pub detail: String,
-    /// HTTP status of the answer, 0 when the SDK decided.
-    pub http_status: u16,
-}
-
-impl From<sendonce::RejectionReason> for RejectionReason {
-    fn from(r: sendonce::RejectionReason) -> Self {
-        use sendonce::RejectionReason as R;
-        match r {
-            R::InsufficientFunds => Self::InsufficientFunds,
-            R::RecipientNotFound => Self::RecipientNotFound,
-            R::RecipientLimitReached => Self::RecipientLimitReached,
-            R::InvalidRequest => Self::InvalidRequest,
-            R::KeyReused => Self::KeyReused,
-            R::NotExecuted => Self::NotExecuted,
-            R::Other(code) => Self::Other { code },
-        }
-    }
-}
-
-impl From<RejectionReason> for sendonce::RejectionReason {
-    fn from(r: RejectionReason) -> Self {
-        use RejectionReason as R;
-        match r {
-            R::InsufficientFunds => Self::InsufficientFunds,
-            R::RecipientNotFound => Self::RecipientNotFound,
-            R::RecipientLimitReached => Self::RecipientLimitReached,
-            R::InvalidRequest => Self::InvalidRequest,
-            R::KeyReused => Self::KeyReused,
-            R::NotExecuted => Self::NotExecuted,
-            R::Other { code } => Self::Other(code),
-        }
-    }
-}
-
-/// What the customer must do before a parked operation goes on (the server's "action required").
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct RequiredAction {
-    /// The server's code for it (e.g. `SCA_REQUIRED`).
-    pub code: String,
-    /// A URL to open, if the server gave one.
-    pub url: Option<String>,
-    /// A challenge id, if the server gave one.
-    pub challenge_id: Option<String>,
-}
-
-impl From<sendonce::RequiredAction> for RequiredAction {
-    fn from(a: sendonce::RequiredAction) -> Self {
-        Self {
-            code: a.code,
-            url: a.url,
-            challenge_id: a.challenge_id,
-        }
-    }
-}
-
-impl From<RequiredAction> for sendonce::RequiredAction {
-    fn from(a: RequiredAction) -> Self {
-        Self {
-            code: a.code,
-            url: a.url,
-            challenge_id: a.challenge_id,
-        }
-    }
-}
-
-impl From<sendonce::Rejection> for Rejection {
-    fn from(r: sendonce::Rejection) -> Self {
-        Self {
-            // The response contract mapped it (a bank's own codes too).
-            reason: r.reason.into(),
-            code: r.code,
-            detail: r.detail,
-            http_status: r.http_status,
-        }
-    }
-}
-
-impl From<Rejection> for sendonce::Rejection {
-    fn from(r: Rejection) -> Self {
-        Self {
-            reason: r.reason.into(),
-            code: r.code,
-            detail: r.detail,
-            http_status: r.http_status,
         }
     }
 }
@@ -295,7 +93,7 @@ impl From<sendonce::Transfer> for Transfer {
             amount_minor: t.amount_minor,
             currency: t.currency,
             note: t.note,
-            state: t.state.into(),
+            state: t.state,
             attempts: t.attempts,
             created_at: instant(t.created_at_ms),
             updated_at: instant(t.updated_at_ms),
@@ -303,10 +101,10 @@ impl From<sendonce::Transfer> for Transfer {
             next_attempt_at: t.next_attempt_at_ms.map(instant),
             last_error: t.last_error,
             server_transfer_id: t.server_transfer_id,
-            rejection: t.rejection.map(Into::into),
+            rejection: t.rejection,
             replayed: t.replayed,
             operation_type: t.operation_type,
-            required_action: t.required_action.map(Into::into),
+            required_action: t.required_action,
         }
     }
 }
@@ -320,7 +118,7 @@ impl From<Transfer> for sendonce::Transfer {
             amount_minor: t.amount_minor,
             currency: t.currency,
             note: t.note,
-            state: t.state.into(),
+            state: t.state,
             attempts: t.attempts,
             created_at_ms: epoch_ms(t.created_at),
             updated_at_ms: epoch_ms(t.updated_at),
@@ -328,10 +126,10 @@ impl From<Transfer> for sendonce::Transfer {
             next_attempt_at_ms: t.next_attempt_at.map(epoch_ms),
             last_error: t.last_error,
             server_transfer_id: t.server_transfer_id,
-            rejection: t.rejection.map(Into::into),
+            rejection: t.rejection,
             replayed: t.replayed,
             operation_type: t.operation_type,
-            required_action: t.required_action.map(Into::into),
+            required_action: t.required_action,
         }
     }
 }
@@ -399,7 +197,7 @@ impl From<sendonce::ComposerState> for ComposerState {
                 receipt: receipt.into(),
             },
             S::Rejected { reason, transfer } => Self::Rejected {
-                reason: reason.into(),
+                reason,
                 transfer: transfer.into(),
             },
             S::NeedsAttention { transfer } => Self::NeedsAttention {
@@ -407,7 +205,7 @@ impl From<sendonce::ComposerState> for ComposerState {
             },
             S::RequiresAction { transfer, action } => Self::RequiresAction {
                 transfer: transfer.into(),
-                action: action.into(),
+                action,
             },
         }
     }
@@ -432,7 +230,7 @@ impl From<ComposerState> for sendonce::ComposerState {
                 receipt: receipt.into(),
             },
             S::Rejected { reason, transfer } => Self::Rejected {
-                reason: reason.into(),
+                reason,
                 transfer: transfer.into(),
             },
             S::NeedsAttention { transfer } => Self::NeedsAttention {
@@ -440,7 +238,7 @@ impl From<ComposerState> for sendonce::ComposerState {
             },
             S::RequiresAction { transfer, action } => Self::RequiresAction {
                 transfer: transfer.into(),
-                action: action.into(),
+                action,
             },
         }
     }
@@ -467,9 +265,7 @@ mod tests {
         }
         assert_eq!(
             RejectionReason::of_code("card_blocked"),
-            RejectionReason::Other {
-                code: "card_blocked".into()
-            }
+            RejectionReason::Other("card_blocked".into())
         );
     }
 }

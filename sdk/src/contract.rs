@@ -11,13 +11,18 @@ use crate::error::{Result, SdkError};
 use crate::model::{RejectionReason, RequiredAction};
 use crate::transport::HttpResponse;
 
-/// Where a value is found in an answer.
+/// Where a value is found in an answer (`AnswerLocator` in Kotlin and Swift).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "uniffi",
+    derive(uniffi::Enum),
+    uniffi(name = "AnswerLocator")
+)]
 pub enum Locator {
     /// A JSON pointer (RFC 6901) into the body, e.g. `/idempotency_key`, `/data/id`.
-    Body(String),
+    Body(#[cfg_attr(feature = "uniffi", uniffi(name = "pointer"))] String),
     /// A response header (case-insensitive name).
-    Header(String),
+    Header(#[cfg_attr(feature = "uniffi", uniffi(name = "name"))] String),
 }
 
 impl Locator {
@@ -59,29 +64,57 @@ fn text_at(v: &serde_json::Value, pointer: &str) -> Option<String> {
 
 /// The server's own error format.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct ProblemFormat {
     /// Media type of the server's errors, e.g. `application/problem+json`. Must be specific to errors
     /// (`+json` suffix or a vendor type): a proxy's `text/html` or generic `application/json` is not one.
+    #[cfg_attr(feature = "uniffi", uniffi(default = "application/problem+json"))]
     pub content_type: String,
     /// JSON pointer to the stable code.
+    #[cfg_attr(feature = "uniffi", uniffi(default = "/code"))]
     pub code: String,
     /// JSON pointer to the human-readable detail.
+    #[cfg_attr(feature = "uniffi", uniffi(default = "/detail"))]
     pub detail: String,
+}
+
+/// A problem code that is a definitive refusal, and the typed reason the app switches over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
+pub struct RefusalCode {
+    /// The server's stable code, e.g. `insufficient_funds`.
+    pub code: String,
+    /// What the app sees in `Rejected`.
+    pub reason: RejectionReason,
+}
+
+impl RefusalCode {
+    /// `code` refuses with `reason`.
+    pub fn new(code: impl Into<String>, reason: RejectionReason) -> Self {
+        Self {
+            code: code.into(),
+            reason,
+        }
+    }
 }
 
 /// What an "action required" answer carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct ActionRule {
     /// Problem codes that mean "the customer must complete a step first" (3-D Secure, SCA, a code).
     pub codes: Vec<String>,
     /// Where the answer names the URL to open, if anywhere.
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     pub url: Option<Locator>,
     /// Where the answer names the challenge id, if anywhere.
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     pub challenge_id: Option<Locator>,
 }
 
 /// How to look an operation up by its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct LookupRoute {
     /// Path with `{key}` (percent-encoded on use), e.g. `/v1/transfers?idempotency_key={key}`.
     pub path: String,
@@ -90,9 +123,14 @@ pub struct LookupRoute {
 }
 
 /// How to read a server's answers. [`ResponseContract::default`] is server-mock's.
+///
+/// The one type of the contract in Rust, Kotlin and Swift (a uniffi record under the `uniffi`
+/// feature): the bindings convert nothing by hand.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct ResponseContract {
     /// Request header that carries the idempotency key (`idempotency-key` by default).
+    #[cfg_attr(feature = "uniffi", uniffi(default = "idempotency-key"))]
     pub key_header: String,
     /// Where a success names the idempotency key it answers: the proof that it is the server's answer
     /// to this request. `None` is refused at configuration (nothing would tell a portal's 200 apart).
@@ -100,21 +138,27 @@ pub struct ResponseContract {
     /// Where a success names the operation's id on the server.
     pub operation_id: Locator,
     /// Header that marks a replayed answer (`true`), if the server sends one.
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     pub replayed_header: Option<String>,
     /// The server's error format.
     pub problem: ProblemFormat,
     /// Codes that are definitive refusals, with their typed reason.
-    pub refusals: Vec<(String, RejectionReason)>,
+    pub refusals: Vec<RefusalCode>,
     /// Any other code of the server's own 4xx is a definitive refusal (`Other(code)`) too; when false,
     /// an unknown code is treated as "unknown, send again".
+    #[cfg_attr(feature = "uniffi", uniffi(default = false))]
     pub other_codes_refuse: bool,
     /// Codes that mean "the first attempt with this key is still running": retry after `Retry-After`.
+    #[cfg_attr(feature = "uniffi", uniffi(default = []))]
     pub key_in_use: Vec<String>,
     /// Codes that mean "this key was used with another body": a bug, failed at once, never retried.
+    #[cfg_attr(feature = "uniffi", uniffi(default = []))]
     pub key_reused: Vec<String>,
     /// Codes that mean "credentials" (besides any server problem with status 401 or 403).
+    #[cfg_attr(feature = "uniffi", uniffi(default = []))]
     pub auth: Vec<String>,
     /// "Action required" answers, if the server has them.
+    #[cfg_attr(feature = "uniffi", uniffi(default = None))]
     pub action_required: Option<ActionRule>,
     /// The look-up by key.
     pub lookup: LookupRoute,
@@ -140,7 +184,7 @@ impl Default for ResponseContract {
                 "invalid_request",
             ]
             .into_iter()
-            .map(|c| (c.to_string(), RejectionReason::of_code(c)))
+            .map(|c| RefusalCode::new(c, RejectionReason::of_code(c)))
             .collect(),
             other_codes_refuse: true,
             key_in_use: vec!["idempotency_key_in_use".into()],
@@ -200,7 +244,7 @@ impl ResponseContract {
         let classes = [
             (
                 "refusal",
-                self.refusals.iter().map(|(c, _)| c).collect::<Vec<_>>(),
+                self.refusals.iter().map(|r| &r.code).collect::<Vec<_>>(),
             ),
             ("key in use", self.key_in_use.iter().collect()),
             ("key reused", self.key_reused.iter().collect()),
@@ -285,7 +329,7 @@ impl ResponseContract {
 
     /// The typed reason of a refusal code, if it is one.
     pub(crate) fn refusal(&self, code: &str) -> Option<RejectionReason> {
-        if let Some((_, reason)) = self.refusals.iter().find(|(c, _)| c == code) {
+        if let Some(RefusalCode { reason, .. }) = self.refusals.iter().find(|r| r.code == code) {
             return Some(reason.clone());
         }
         self.other_codes_refuse

@@ -24,6 +24,12 @@
 //! # Ok(()) }
 //! ```
 
+// The core's value types shared with Kotlin and Swift (the response contract, rejection reasons,
+// required actions) derive their uniffi records here, under the `uniffi` feature, so each is written
+// once; the bindings crate (`sendonce-ffi`) turns this on and adds only what is FFI-specific.
+#[cfg(feature = "uniffi")]
+uniffi::setup_scaffolding!();
+
 mod account;
 mod background;
 mod classify;
@@ -57,7 +63,9 @@ pub use crate::classify::{classify, classify_with, Verdict};
 pub use crate::clock::{Clock, SimClock, SystemClock};
 pub use crate::composer::{Composer, ComposerListener, ComposerState};
 pub use crate::config::{Deterministic, RetryPolicy, SdkConfig, SdkConfigBuilder};
-pub use crate::contract::{ActionRule, Locator, LookupRoute, ProblemFormat, ResponseContract};
+pub use crate::contract::{
+    ActionRule, Locator, LookupRoute, ProblemFormat, RefusalCode, ResponseContract,
+};
 pub use crate::core::TransferListener;
 pub use crate::encryption::EncryptionKey;
 pub use crate::error::{Result, SdkError};

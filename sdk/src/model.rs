@@ -69,6 +69,7 @@ impl TransferRequest {
 
 /// Where a transfer is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum TransferState {
     /// Persisted, not yet sent.
     Pending,
@@ -134,8 +135,10 @@ impl TransferState {
 }
 
 /// Why the server (or the SDK) said no, as a type an app can switch over; `Other` keeps the server's
-/// own code of anything else.
+/// own code of anything else. The same type in Kotlin and Swift (a uniffi enum under the `uniffi`
+/// feature; `Other` carries a field named `code` there).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Enum))]
 pub enum RejectionReason {
     /// The sender's account does not hold the amount.
     InsufficientFunds,
@@ -150,7 +153,7 @@ pub enum RejectionReason {
     /// The status look-up said the server never executed it; nothing moved.
     NotExecuted,
     /// Any other code of the server's.
-    Other(String),
+    Other(#[cfg_attr(feature = "uniffi", uniffi(name = "code"))] String),
 }
 
 impl RejectionReason {
@@ -165,6 +168,16 @@ impl RejectionReason {
             "not_executed" => Self::NotExecuted,
             other => Self::Other(other.into()),
         }
+    }
+
+    /// The key an app looks its localised text up by, e.g. `sendonce.rejection.insufficient_funds`
+    /// (`sendonce.rejection.other` for every `Other`).
+    pub fn message_key(&self) -> String {
+        let name = match self {
+            Self::Other(_) => "other".to_string(),
+            known => known.to_stored(),
+        };
+        format!("sendonce.rejection.{name}")
     }
 
     /// The stable name persisted in the store (`other:<code>` for `Other`).
@@ -196,6 +209,7 @@ impl RejectionReason {
 
 /// What the customer must do before a parked operation can go on (3-D Secure, an SCA challenge, a code).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct RequiredAction {
     /// The server's code for it.
     pub code: String,
@@ -207,12 +221,13 @@ pub struct RequiredAction {
 
 /// Why the server (or the SDK) said no.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "uniffi", derive(uniffi::Record))]
 pub struct Rejection {
     /// What the app switches over (mapped by the response contract).
     pub reason: RejectionReason,
     /// Stable machine code, e.g. `insufficient_funds`.
     pub code: String,
-    /// Human-readable detail from the server.
+    /// The server's own detail, for logs; not a text to show (it is English and may change).
     pub detail: String,
     /// HTTP status of the answer, 0 when the SDK decided.
     pub http_status: u16,
@@ -257,4 +272,26 @@ pub struct Transfer {
     pub replayed: bool,
     /// While `RequiresAction`: what the customer must do.
     pub required_action: Option<RequiredAction>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RejectionReason as R;
+
+    #[test]
+    fn every_reason_has_its_message_key_and_survives_the_store() {
+        let all = [
+            (R::InsufficientFunds, "insufficient_funds"),
+            (R::RecipientNotFound, "recipient_not_found"),
+            (R::RecipientLimitReached, "recipient_limit_reached"),
+            (R::InvalidRequest, "invalid_request"),
+            (R::KeyReused, "key_reused"),
+            (R::NotExecuted, "not_executed"),
+            (R::Other("card_blocked".into()), "other"),
+        ];
+        for (reason, key) in all {
+            assert_eq!(reason.message_key(), format!("sendonce.rejection.{key}"));
+            assert_eq!(R::from_stored(&reason.to_stored()), reason);
+        }
+    }
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::bank::{bank, contract, error, executed, order, settled, Reply, ERROR, HTML, JSON};
-use sendonce::{Locator, RejectionReason, SdkConfig, SdkError, TransferState};
+use sendonce::{Locator, RefusalCode, RejectionReason, SdkConfig, SdkError, TransferState};
 
 #[tokio::test]
 async fn a_2xx_that_does_not_name_this_key_is_not_a_success() {
@@ -276,7 +276,7 @@ fn a_contract_that_cannot_tell_the_server_from_an_intermediary_is_refused() {
     assert!(refused(c).contains("both"));
     let mut c = contract();
     c.refusals
-        .push((String::new(), RejectionReason::InvalidRequest));
+        .push(RefusalCode::new("", RejectionReason::InvalidRequest));
     assert!(refused(c).contains("empty"));
     let mut c = contract();
     c.key_echo = Some(Locator::Body("".into()));

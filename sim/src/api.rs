@@ -114,7 +114,7 @@ impl Api {
         let refused = c
             .refusals
             .iter()
-            .any(|(name, reason)| name == code && *reason == RejectionReason::InsufficientFunds);
+            .any(|r| r.code == code && r.reason == RejectionReason::InsufficientFunds);
         let closed =
             look_up && response.status == 404 && c.lookup.not_found_codes.iter().any(|n| n == code);
         refused || closed

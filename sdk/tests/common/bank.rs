@@ -14,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use sendonce::transport::Method as SdkMethod;
 use sendonce::{
-    ActionRule, Locator, LookupRoute, Operation, OperationSummary, ProblemFormat, RejectionReason,
-    ResponseContract, Sdk, SdkConfig, SdkConfigBuilder,
+    ActionRule, Locator, LookupRoute, Operation, OperationSummary, ProblemFormat, RefusalCode,
+    RejectionReason, ResponseContract, Sdk, SdkConfig, SdkConfigBuilder,
 };
 
 /// The bank's error media type.
@@ -70,14 +70,11 @@ pub fn contract() -> ResponseContract {
             detail: "/error/message".into(),
         },
         refusals: vec![
-            (
-                "FUNDS_INSUFFICIENT".into(),
-                RejectionReason::InsufficientFunds,
-            ),
-            ("ACCOUNT_UNKNOWN".into(), RejectionReason::RecipientNotFound),
-            ("VALIDATION_FAILED".into(), RejectionReason::InvalidRequest),
-            (
-                "LIMIT_EXCEEDED".into(),
+            RefusalCode::new("FUNDS_INSUFFICIENT", RejectionReason::InsufficientFunds),
+            RefusalCode::new("ACCOUNT_UNKNOWN", RejectionReason::RecipientNotFound),
+            RefusalCode::new("VALIDATION_FAILED", RejectionReason::InvalidRequest),
+            RefusalCode::new(
+                "LIMIT_EXCEEDED",
                 RejectionReason::Other("LIMIT_EXCEEDED".into()),
             ),
         ],

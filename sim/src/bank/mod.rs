@@ -15,8 +15,8 @@ use anyhow::{bail, Result};
 use reqwest::Method;
 use sendonce::transport::Method as SdkMethod;
 use sendonce::{
-    ActionRule, Locator, LookupRoute, Operation, OperationSummary, ProblemFormat, RejectionReason,
-    ResponseContract, TransferRequest,
+    ActionRule, Locator, LookupRoute, Operation, OperationSummary, ProblemFormat, RefusalCode,
+    RejectionReason, ResponseContract, TransferRequest,
 };
 use serde_json::{json, Value};
 
@@ -51,12 +51,9 @@ pub fn contract() -> ResponseContract {
             detail: "/error/message".into(),
         },
         refusals: vec![
-            (
-                "FUNDS_INSUFFICIENT".into(),
-                RejectionReason::InsufficientFunds,
-            ),
-            ("ACCOUNT_UNKNOWN".into(), RejectionReason::RecipientNotFound),
-            ("VALIDATION_FAILED".into(), RejectionReason::InvalidRequest),
+            RefusalCode::new("FUNDS_INSUFFICIENT", RejectionReason::InsufficientFunds),
+            RefusalCode::new("ACCOUNT_UNKNOWN", RejectionReason::RecipientNotFound),
+            RefusalCode::new("VALIDATION_FAILED", RejectionReason::InvalidRequest),
         ],
         other_codes_refuse: false,
         key_in_use: codes(&["REQUEST_IN_PROGRESS"]),

@@ -16,10 +16,10 @@ final class AlwaysSca: HttpTransport, @unchecked Sendable {
 
 let contract = ResponseContract(
     keyHeader: "x-request-key", keyEcho: .header(name: "x-request-key"), operationId: .header(name: "x-operation-id"),
-    problemContentType: "application/vnd.bank.error+json", problemCode: "/error/code", problemDetail: "/error/message",
-    refusals: [], actionRequired: ["SCA_REQUIRED"], actionUrl: .body(pointer: "/error/sca/redirect_url"),
-    actionChallengeId: .body(pointer: "/error/sca/challenge_id"), lookupPath: "/api/v2/payment-orders/by-key/{key}",
-    lookupNotFound: ["ORDER_NOT_FOUND"])
+    problem: ProblemFormat(contentType: "application/vnd.bank.error+json", code: "/error/code", detail: "/error/message"),
+    refusals: [], actionRequired: ActionRule(codes: ["SCA_REQUIRED"], url: .body(pointer: "/error/sca/redirect_url"),
+    challengeId: .body(pointer: "/error/sca/challenge_id")),
+    lookup: LookupRoute(path: "/api/v2/payment-orders/by-key/{key}", notFoundCodes: ["ORDER_NOT_FOUND"]))
 let config = SendOnceConfig(
     baseUrl: "https://bank.example", dbPath: CommandLine.arguments[1], accessToken: AccessToken(value: "tok"), contract: contract)
 let sdk = try await SendOnce.open(config, tokenProvider: nil, transport: AlwaysSca())

@@ -2,45 +2,63 @@ import Foundation
 import XCTest
 @testable import SendOnce
 
+// --- README: the bank's own request, Swift --------------------------------------------------------
+struct PaymentOrder: Encodable {
+    let sourceAccount: String
+    let amount: String
+    let metadata: [String: String]
+}
+
+let bankContract = ResponseContract(
+    keyHeader: "x-request-key",
+    keyEcho: .header(name: "x-request-key"),  // a success must name the key: a portal's 200 cannot
+    operationId: .header(name: "x-operation-id"),
+    problem: ProblemFormat(contentType: "application/vnd.bank.error+json", code: "/error/code", detail: "/error/message"),
+    refusals: [RefusalCode(code: "FUNDS_INSUFFICIENT", reason: .insufficientFunds)],
+    actionRequired: ActionRule(
+        codes: ["SCA_REQUIRED"],
+        url: .body(pointer: "/error/sca/redirect_url"),
+        challengeId: .body(pointer: "/error/sca/challenge_id")),
+    lookup: LookupRoute(path: "/api/v2/payment-orders/by-key/{key}", notFoundCodes: ["ORDER_NOT_FOUND"])
+)
+
+func paymentOrder(_ amount: String) throws -> OperationRequest {
+    try OperationRequest(
+        "payment_order", .post, "/api/v2/payment-orders",
+        json: PaymentOrder(sourceAccount: "DE02-ACC-1", amount: amount, metadata: ["basket": "b-7"]),
+        headers: ["x-channel": "mobile"], counterparty: "DE89370400440532013000", amountMinor: 1250, currency: "EUR")
+}
+
+// Committed with its key before the first byte leaves; parked while the customer completes the
+// bank's step (3-D Secure, SCA), then sent again with the same key and the same bytes.
+func payOrder(
+    _ sdk: SendOnce, amount: String, completeStep: (RequiredAction) async throws -> Void
+) async throws -> Transfer {
+    let sent = try await sdk.sendOperation(try paymentOrder(amount))
+    var outcome = try await sdk.outcome(of: sent.localId)
+    while outcome.state == .requiresAction, let step = outcome.requiredAction {
+        try await completeStep(step)  // open step.url, wait for the customer
+        _ = try await sdk.actionCompleted(sent.localId)
+        outcome = try await sdk.outcome(of: sent.localId)
+    }
+    return outcome  // .succeeded with the bank's order id, or .rejected with a typed reason
+}
+// --- end README -----------------------------------------------------------------------------------
+
 /// A bank's own API through the SDK (its operation, its contract, its step-up authentication), answered
 /// by a scripted bank inside the app's transport: no server-mock involved.
 final class OperationsTests: XCTestCase {
-    // --- README: the bank's own request, Swift --------------------------------------------------------
-    struct PaymentOrder: Encodable {
-        let sourceAccount: String
-        let amount: String
-        let metadata: [String: String]
-    }
-
-    static let bank = contract()
-
+    /// The README's contract with one part changed (the records are immutable values).
     static func contract(
-        keyEcho: AnswerLocator? = .header(name: "x-request-key"),
-        errors: String = "application/vnd.bank.error+json"
+        keyEcho: AnswerLocator? = bankContract.keyEcho, errors: String = bankContract.problem.contentType
     ) -> ResponseContract {
-        ResponseContract(
-        keyHeader: "x-request-key",
-        keyEcho: keyEcho,
-        operationId: .header(name: "x-operation-id"),
-        problemContentType: errors,
-        problemCode: "/error/code",
-        problemDetail: "/error/message",
-        refusals: [RefusalCode(code: "FUNDS_INSUFFICIENT", reason: .insufficientFunds)],
-        actionRequired: ["SCA_REQUIRED"],
-        actionUrl: .body(pointer: "/error/sca/redirect_url"),
-        actionChallengeId: .body(pointer: "/error/sca/challenge_id"),
-        lookupPath: "/api/v2/payment-orders/by-key/{key}",
-        lookupNotFound: ["ORDER_NOT_FOUND"]
-        )
+        let c = bankContract
+        return ResponseContract(
+            keyHeader: c.keyHeader, keyEcho: keyEcho, operationId: c.operationId, replayedHeader: c.replayedHeader,
+            problem: ProblemFormat(contentType: errors, code: c.problem.code, detail: c.problem.detail),
+            refusals: c.refusals, otherCodesRefuse: c.otherCodesRefuse, keyInUse: c.keyInUse, keyReused: c.keyReused,
+            auth: c.auth, actionRequired: c.actionRequired, lookup: c.lookup)
     }
-
-    static func order(_ amount: String) throws -> OperationRequest {
-        try OperationRequest(
-            "payment_order", .post, "/api/v2/payment-orders",
-            json: PaymentOrder(sourceAccount: "DE02-ACC-1", amount: amount, metadata: ["basket": "b-7"]),
-            headers: ["x-channel": "mobile"], counterparty: "DE89370400440532013000", amountMinor: 1250, currency: "EUR")
-    }
-    // --- end README -----------------------------------------------------------------------------------
 
     /// The bank, scripted: the first order answers "SCA required" (unless `scaFirst` is false), every later
     /// one succeeds for its key.
@@ -71,7 +89,7 @@ final class OperationsTests: XCTestCase {
     }
 
     func config(_ db: String) -> SendOnceConfig {
-        SendOnceConfig(baseUrl: "https://bank.example", dbPath: db, accessToken: AccessToken(value: "tok"), contract: Self.bank)
+        SendOnceConfig(baseUrl: "https://bank.example", dbPath: db, accessToken: AccessToken(value: "tok"), contract: bankContract)
     }
 
     func testAStepUpAnswerParksTheOrderSurvivesAReopenAndResumesWithTheSameKeyAndBytes() async throws {
@@ -81,7 +99,7 @@ final class OperationsTests: XCTestCase {
         let bank = Bank()
         let sdk = try await SendOnce.open(config(db), tokenProvider: nil, transport: bank)
         let composer = try await sdk.composer()
-        let first = try await composer.confirm(try Self.order("12.50"))
+        let first = try await composer.confirm(try paymentOrder("12.50"))
         XCTAssertEqual(first.operationType, "payment_order")
         var parked: ComposerState?
         for await state in composer.states() {
@@ -90,7 +108,7 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(parked?.requiredAction?.challengeId, "ch_1")
         XCTAssertEqual(parked?.requiredAction?.url, "https://bank.example/sca/ch_1")
         XCTAssertFalse(composer.sendEnabled)
-        let again = try await composer.confirm(try Self.order("12.50"))
+        let again = try await composer.confirm(try paymentOrder("12.50"))
         XCTAssertEqual(again.localId, first.localId, "a second tap while parked: the same order")
         composer.close()
         sdk.close()
@@ -109,6 +127,23 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(posts[0].body, posts[1].body)
         XCTAssertEqual(posts[0].headers.first { $0.name == "x-request-key" }, posts[1].headers.first { $0.name == "x-request-key" })
         XCTAssertEqual(posts[1].url, "https://bank.example/api/v2/payment-orders")
+    }
+
+    func testTheReadmesOrderIsPaidOnceThroughTheCustomersStepUnderOneKey() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let bank = Bank()
+        let sdk = try await SendOnce.open(config(dir.appendingPathComponent("d.db").path), tokenProvider: nil, transport: bank)
+        defer { sdk.close() }
+        let steps = Locked<[String?]>([])
+        let done = try await payOrder(sdk, amount: "12.50") { step in steps.withLock { $0.append(step.challengeId) } }
+        XCTAssertEqual(done.state, .succeeded)
+        XCTAssertEqual(done.serverTransferId, "po_1")
+        XCTAssertEqual(steps.withLock { $0 }, ["ch_1"])
+        let posts = bank.received
+        XCTAssertEqual(posts.count, 2)
+        XCTAssertEqual(posts[0].body, posts[1].body)
+        XCTAssertEqual(posts[0].headers.first { $0.name == "x-request-key" }, posts[1].headers.first { $0.name == "x-request-key" })
     }
 
     func testAnOrderParkedWhenItsProcessIsSigkilledStaysParkedAndResumesWithItsKeyAndBytes() async throws {
@@ -159,6 +194,6 @@ final class OperationsTests: XCTestCase {
         }
         let html = Self.contract(errors: "text/html")
         XCTAssertThrowsError(try validateContract(contract: html))
-        XCTAssertNoThrow(try validateContract(contract: Self.bank))
+        XCTAssertNoThrow(try validateContract(contract: bankContract))
     }
 }

@@ -3,7 +3,7 @@ package example
 import io.sendonce.NetworkProfile
 import io.sendonce.SendOnce
 import io.sendonce.SendOnceConfig
-import io.sendonce.TransferState
+import io.sendonce.core.TransferState
 import kotlinx.coroutines.runBlocking
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue

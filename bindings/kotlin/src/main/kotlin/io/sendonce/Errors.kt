@@ -3,6 +3,8 @@
 // never a text to show), and `RejectionReason` is the typed "why not" of a Rejected or Failed transfer.
 package io.sendonce
 
+import io.sendonce.core.*
+
 /**
  * The key an app looks its localised text up by, e.g. `sendonce.error.invalid_amount` (an Android app
  * maps it to a string resource). Exhaustive over the sealed hierarchy: a new case fails to compile here.

@@ -2,6 +2,8 @@
 // builder DSL over the generated records (`OperationRequest`, `ResponseContract`).
 package io.sendonce
 
+import io.sendonce.core.*
+
 /** Builds an [OperationRequest]: `operation("payout", OperationMethod.POST, "/v2/payouts") { header(...); json(...) }`. */
 fun operation(type: String, method: OperationMethod, path: String, build: OperationBuilder.() -> Unit): OperationRequest =
     OperationBuilder(type, method, path).apply(build).build()

@@ -4,6 +4,8 @@
 // Every decision (finality, whether Send is enabled) is made in Rust; these only ask it.
 package io.sendonce
 
+import io.sendonce.core.*
+
 /** True once the outcome is known and nothing more will happen. */
 val TransferState.isFinal: Boolean get() = transferStateIsFinal(this)
 

@@ -1,5 +1,6 @@
 package io.sendonce
 
+import io.sendonce.core.*
 import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.asCoroutineDispatcher

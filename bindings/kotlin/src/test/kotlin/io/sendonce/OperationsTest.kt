@@ -1,5 +1,6 @@
 package io.sendonce
 
+import io.sendonce.core.*
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.runBlocking
@@ -25,15 +26,14 @@ class OperationsTest {
         keyHeader = "x-request-key",
         keyEcho = AnswerLocator.Header(name = "x-request-key"),
         operationId = AnswerLocator.Header(name = "x-operation-id"),
-        problemContentType = "application/vnd.bank.error+json",
-        problemCode = "/error/code",
-        problemDetail = "/error/message",
+        problem = ProblemFormat(contentType = "application/vnd.bank.error+json", code = "/error/code", detail = "/error/message"),
         refusals = listOf(RefusalCode(code = "FUNDS_INSUFFICIENT", reason = RejectionReason.InsufficientFunds)),
-        actionRequired = listOf("SCA_REQUIRED"),
-        actionUrl = AnswerLocator.Body(pointer = "/error/sca/redirect_url"),
-        actionChallengeId = AnswerLocator.Body(pointer = "/error/sca/challenge_id"),
-        lookupPath = "/api/v2/payment-orders/by-key/{key}",
-        lookupNotFound = listOf("ORDER_NOT_FOUND"),
+        actionRequired = ActionRule(
+            codes = listOf("SCA_REQUIRED"),
+            url = AnswerLocator.Body(pointer = "/error/sca/redirect_url"),
+            challengeId = AnswerLocator.Body(pointer = "/error/sca/challenge_id"),
+        ),
+        lookup = LookupRoute(path = "/api/v2/payment-orders/by-key/{key}", notFoundCodes = listOf("ORDER_NOT_FOUND")),
     )
 
     fun paymentOrder(amount: String) = operation("payment_order", OperationMethod.POST, "/api/v2/payment-orders") {
@@ -42,6 +42,19 @@ class OperationsTest {
         counterparty = "DE89370400440532013000"
         amountMinor = 1250
         currency = "EUR"
+    }
+
+    // Committed with its key before the first byte leaves; parked while the customer completes the
+    // bank's step (3-D Secure, SCA), then sent again with the same key and the same bytes.
+    suspend fun payOrder(sdk: SendOnce, amount: String, completeStep: suspend (RequiredAction) -> Unit): Transfer {
+        val sent = sdk.sendOperation(paymentOrder(amount))
+        var outcome = sdk.awaitOutcome(sent.localId)
+        while (outcome.state == TransferState.REQUIRES_ACTION) {
+            completeStep(outcome.requiredAction!!) // open outcome.requiredAction.url, wait for the customer
+            sdk.actionCompleted(sent.localId)
+            outcome = sdk.awaitOutcome(sent.localId)
+        }
+        return outcome // SUCCEEDED with the bank's order id, or REJECTED with a typed reason
     }
     // --- end README ---------------------------------------------------------------------------------
 
@@ -111,6 +124,23 @@ class OperationsTest {
     }
 
     @Test
+    fun `the README's order is paid once, through the customer's step, under one key`() = runBlocking {
+        Bank().use { bank ->
+            val db = createTempDirectory("sendonce-ops").resolve("d.db").toString()
+            SendOnce.open(config(bank.url, db), null, OkHttpTransport(OkHttpClient())).use { sdk ->
+                val steps = mutableListOf<String?>()
+                val done = withTimeout(20_000) { payOrder(sdk, "12.50") { steps += it.challengeId } }
+                assertEquals(TransferState.SUCCEEDED, done.state)
+                assertEquals("po_1", done.serverTransferId)
+                assertEquals(listOf<String?>("ch_1"), steps)
+            }
+            val (a, b) = bank.posts
+            assertEquals(a.getHeader("x-request-key"), b.getHeader("x-request-key"))
+            assertEquals(a.body.readUtf8(), b.body.readUtf8())
+        }
+    }
+
+    @Test
     fun `an order parked when its process is SIGKILLed stays parked, and resumes with its key and bytes`() = runBlocking {
         Bank().use { bank ->
             val db = createTempDirectory("sendonce-ops").resolve("d.db").toString()
@@ -149,7 +179,7 @@ class OperationsTest {
         val db = createTempDirectory("sendonce-ops").resolve("d.db").toString()
         val blind = bank.copy(keyEcho = null)
         assertThrows<SendOnceException.InvalidConfig> { runBlocking { SendOnce.open(config("http://127.0.0.1:9", db).copy(contract = blind)) } }
-        val html = bank.copy(problemContentType = "text/html")
+        val html = bank.copy(problem = bank.problem.copy(contentType = "text/html"))
         assertThrows<SendOnceException.InvalidConfig> { runBlocking { SendOnce.open(config("http://127.0.0.1:9", db).copy(contract = html)) } }
     }
 }

@@ -1,5 +1,6 @@
 package io.sendonce
 
+import io.sendonce.core.*
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout

@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test
 
 // --- README.md, app developers, Kotlin --------------------------------------------------------------
 import io.sendonce.*
+import io.sendonce.core.*
 import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.launch
 import kotlin.time.Duration.Companion.minutes

@@ -1,5 +1,6 @@
 package io.sendonce
 
+import io.sendonce.core.*
 import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking

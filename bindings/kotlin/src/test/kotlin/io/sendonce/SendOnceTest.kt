@@ -1,5 +1,6 @@
 package io.sendonce
 
+import io.sendonce.core.*
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll

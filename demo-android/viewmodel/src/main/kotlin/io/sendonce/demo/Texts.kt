@@ -3,12 +3,12 @@
 // demo's own texts by `demo.*` keys; money is formatted in the locale.
 package io.sendonce.demo
 
-import io.sendonce.Rejection
-import io.sendonce.RejectionReason
+import io.sendonce.core.Rejection
+import io.sendonce.core.RejectionReason
 import io.sendonce.SendOnce
 import io.sendonce.SendOnceException
 import io.sendonce.Transfer
-import io.sendonce.TransferState
+import io.sendonce.core.TransferState
 import io.sendonce.messageKey
 import java.math.BigDecimal
 import java.text.DecimalFormatSymbols

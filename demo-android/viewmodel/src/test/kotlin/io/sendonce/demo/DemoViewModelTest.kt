@@ -4,7 +4,7 @@ import io.sendonce.Json
 import io.sendonce.LedgerEntry
 import io.sendonce.RetryPolicy
 import io.sendonce.ServerTest
-import io.sendonce.TransferState
+import io.sendonce.core.TransferState
 import io.sendonce.User
 import io.sendonce.defaultRetryPolicy
 import kotlinx.coroutines.CoroutineScope

@@ -1,11 +1,11 @@
 package io.sendonce.demo
 
-import io.sendonce.Rejection
-import io.sendonce.RejectionReason
+import io.sendonce.core.Rejection
+import io.sendonce.core.RejectionReason
 import io.sendonce.SendOnce
 import io.sendonce.SendOnceException
 import io.sendonce.Transfer
-import io.sendonce.TransferState
+import io.sendonce.core.TransferState
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Test
