@@ -26,6 +26,7 @@ pub mod listener;
 pub mod logs;
 pub mod objects;
 pub mod operations;
+#[cfg(feature = "io-probe")]
 pub mod probe;
 mod redact;
 pub mod settings;
@@ -78,6 +79,13 @@ pub fn transfer_state_is_settled(state: TransferState) -> bool {
 #[uniffi::export]
 pub fn composer_state_send_enabled(state: ComposerState) -> bool {
     sendonce::ComposerState::from(state).send_enabled()
+}
+
+/// What a confirm screen following `transfer` shows: the core's own mapping, exported so that a fake of
+/// the SDK (the Kotlin and Swift testing artifacts) can be checked against it.
+#[uniffi::export]
+pub fn composer_state_of(transfer: Transfer) -> ComposerState {
+    sendonce::ComposerState::of(&transfer.into()).into()
 }
 
 /// Parses a profile name (`off`, `offline`, `train`, `flaky`, `lb-replay`); `None` if unknown.

@@ -4,6 +4,7 @@
 //   sendonce_ffiFFI  C module: generated header + module.modulemap (links libsendonce_ffi)
 //   SendOnceFFI      generated Swift (uniffi); do not edit, made by scripts/gen-bindings
 //   SendOnce         the thin idiomatic layer apps import (+ its privacy manifest)
+//   SendOnceTesting  FakeSendOnce / FakeComposer: in-memory doubles for an app's own unit tests
 //
 // Generated sources are gitignored: run scripts/gen-bindings first (scripts/test-all does).
 //
@@ -25,6 +26,8 @@ let package = Package(
     platforms: [.iOS(.v15), .macOS(.v12)],
     products: [
         .library(name: "SendOnce", targets: ["SendOnce"]),
+        // In-memory test doubles (FakeSendOnce, FakeComposer) for an app's own unit tests.
+        .library(name: "SendOnceTesting", targets: ["SendOnceTesting"]),
         // Test helpers (server-mock on loopback) for this package's tests and the demo's; not for apps.
         .library(name: "SendOnceTestSupport", targets: ["SendOnceTestSupport"]),
     ],
@@ -46,12 +49,15 @@ let package = Package(
             // SQLite reads its files' timestamps (stat): the App Store needs the reason (C617.1) declared.
             resources: [.copy("PrivacyInfo.xcprivacy")]
         ),
+        .target(name: "SendOnceTesting", dependencies: ["SendOnce"], path: "Sources/SendOnceTesting"),
         .target(name: "SendOnceTestSupport", path: "Sources/SendOnceTestSupport"),
         // A second process on one file for the Busy test (no product: apps never see it).
         .executableTarget(name: "SendOnceHoldFile", dependencies: ["SendOnce"], path: "Sources/SendOnceHoldFile"),
         // The app's process SIGKILLed while an order is parked, for OperationsTests (no product either).
         .executableTarget(name: "SendOnceParkOrder", dependencies: ["SendOnce"], path: "Sources/SendOnceParkOrder"),
-        .testTarget(name: "SendOnceTests", dependencies: ["SendOnce", "SendOnceTestSupport"], path: "Tests/SendOnceTests"),
+        .testTarget(
+            name: "SendOnceTests", dependencies: ["SendOnce", "SendOnceTestSupport", "SendOnceTesting"],
+            path: "Tests/SendOnceTests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -48,11 +48,6 @@ public final class Composer: Sendable {
         return try await cancellable { _ in try await core.confirmOperation(operation: operation) }
     }
 
-    /// Shorthand of `confirm(_:)` with the request's fields (`amountMinor` in minor units of `currency`).
-    public func confirm(to toUserId: String, amountMinor: Int64, currency: String, note: String? = nil) async throws -> Transfer {
-        try await confirm(TransferRequest(toUserId: toUserId, amountMinor: amountMinor, currency: currency, note: note))
-    }
-
     /// The transfer this screen follows, if confirmed (read from the store).
     public func transfer() async throws -> Transfer? {
         let core = try live()

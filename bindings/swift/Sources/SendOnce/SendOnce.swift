@@ -177,11 +177,6 @@ public final class SendOnce: Sendable {
         return try await cancellable { _ in try await core.sendTransfer(request: request) }
     }
 
-    /// Shorthand of `sendTransfer(_:)` with the request's fields (`amountMinor` in minor units of `currency`).
-    public func sendTransfer(to toUserId: String, amountMinor: Int64, currency: String, note: String? = nil) async throws -> Transfer {
-        try await sendTransfer(TransferRequest(toUserId: toUserId, amountMinor: amountMinor, currency: currency, note: note))
-    }
-
     /// The user confirmed an operation of the app's own API (an `OperationRequest` value): the key is minted
     /// and method, path, headers and exact body are committed before the first byte; every attempt sends them.
     public func sendOperation(_ operation: OperationRequest) async throws -> Transfer {
@@ -239,25 +234,6 @@ public final class SendOnce: Sendable {
 
     /// The latest list `transfers` delivered (no I/O).
     public var currentTransfers: [Transfer] { list.value }
-
-    /// The states of one transfer: the current one at once, then every change, until it is settled or the
-    /// SDK closes. (Kotlin's `transferUpdates(localId)`.)
-    public func transferUpdates(of localId: String) -> AsyncStream<Transfer> {
-        let lists = transfers
-        return AsyncStream { continuation in
-            let task = Task {
-                var last: Transfer?
-                for await list in lists {
-                    guard let t = list.first(where: { $0.localId == localId }), t != last else { continue }
-                    last = t
-                    continuation.yield(t)
-                    if t.state.isSettled { break }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
-    }
 
     /// The stream of one transfer under its old name.
     @available(*, deprecated, renamed: "transferUpdates(of:)")

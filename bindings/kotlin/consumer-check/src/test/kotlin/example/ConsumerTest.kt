@@ -2,7 +2,9 @@ package example
 
 import io.sendonce.NetworkProfile
 import io.sendonce.SendOnce
+import io.sendonce.SendOnceClient
 import io.sendonce.SendOnceConfig
+import io.sendonce.testing.FakeSendOnce
 import io.sendonce.core.TransferState
 import kotlinx.coroutines.runBlocking
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -26,5 +28,16 @@ class ConsumerTest {
             // Offline (train mode's tunnel): committed and waiting to be sent, never final.
             assertTrue(again.state in setOf(TransferState.PENDING, TransferState.SENDING, TransferState.RETRYING), "${again.state}")
         }
+    }
+
+    /** The app's own screen logic, typed against the SDK's interface. */
+    private suspend fun payRent(sdk: SendOnceClient): String =
+        sdk.awaitOutcome(sdk.sendTransfer(toUserId = "u_landlord", amountMinor = 50_000, currency = "BDT").localId).state.name
+
+    @Test
+    fun `the app logic runs on the fake from the testing artifact`() = runBlocking<Unit> {
+        val fake = FakeSendOnce().apply { onSend = { succeed(it.localId) } }
+        assertEquals(TransferState.SUCCEEDED.name, payRent(fake))
+        assertEquals(1, fake.confirmed.size)
     }
 }

@@ -16,23 +16,23 @@ import java.util.concurrent.atomic.AtomicBoolean
 class Composer internal constructor(
     private val core: ComposerCore,
     private val io: CoroutineDispatcher,
-) : AutoCloseable {
+) : ComposerClient {
     private val closed = AtomicBoolean(false)
     private val refreshLock = Any()
     private val shown = MutableStateFlow(Shown(core.state(), closed = false))
     private val enabled = MutableStateFlow(Shown(shown.value.value.sendEnabled, closed = false))
 
     /** What the screen shows: the current state at once, then every change. Completes on [close]. */
-    val state: Flow<ComposerState> = shown.untilClosed()
+    override val state: Flow<ComposerState> = shown.untilClosed()
 
     /** Whether the Send button is enabled; never true next to a disabling [state]. Completes on [close]. */
-    val sendEnabled: Flow<Boolean> = enabled.untilClosed()
+    override val sendEnabled: Flow<Boolean> = enabled.untilClosed()
 
     /** The state [state] shows now (no I/O, never throws). */
-    val currentState: ComposerState get() = shown.value.value
+    override val currentState: ComposerState get() = shown.value.value
 
     /** Whether Send is enabled now (no I/O, never throws). */
-    val isSendEnabled: Boolean get() = enabled.value.value
+    override val isSendEnabled: Boolean get() = enabled.value.value
 
     init {
         core.setListener(Relay(WeakReference(this)))
@@ -41,7 +41,7 @@ class Composer internal constructor(
 
     /** The user tapped Send. Returns the transfer of this intent (the same one for every repeated tap). */
     @Throws(SendOnceException::class)
-    suspend fun confirm(request: TransferRequest): Transfer = live {
+    override suspend fun confirm(request: TransferRequest): Transfer = live {
         try {
             core.confirm(request)
         } finally {
@@ -54,7 +54,7 @@ class Composer internal constructor(
      * intent; a repeated tap — also while the operation waits in RequiresAction — returns the same one.
      */
     @Throws(SendOnceException::class)
-    suspend fun confirm(operation: OperationRequest): Transfer = live {
+    override suspend fun confirm(operation: OperationRequest): Transfer = live {
         try {
             core.confirmOperation(operation)
         } finally {
@@ -62,18 +62,13 @@ class Composer internal constructor(
         }
     }
 
-    /** Shorthand of [confirm] with the request's fields ([amountMinor] in minor units of [currency]). */
-    @Throws(SendOnceException::class)
-    suspend fun confirm(toUserId: String, amountMinor: Long, currency: String, note: String? = null): Transfer =
-        confirm(TransferRequest(toUserId = toUserId, amountMinor = amountMinor, currency = currency, note = note))
-
     /** The transfer this screen follows, if confirmed (read from the store). */
     @Throws(SendOnceException::class)
-    suspend fun transfer(): Transfer? = live { core.transfer() }
+    override suspend fun transfer(): Transfer? = live { core.transfer() }
 
     /** Starts a new intent ("send another"); throws [SendOnceException.TransferUnfinished] while one runs. */
     @Throws(SendOnceException::class)
-    suspend fun newIntent() = live {
+    override suspend fun newIntent(): Unit = live {
         core.newIntent()
         refresh()
     }

@@ -13,6 +13,7 @@ import java.util.Collections
 import java.util.WeakHashMap
 import java.util.concurrent.CopyOnWriteArrayList
 import java.util.concurrent.atomic.AtomicBoolean
+import io.sendonce.core.*
 
 /**
  * The sendonce SDK: one per database file. It sends in the background on its own threads; a transfer
@@ -38,7 +39,7 @@ class SendOnce private constructor(
     private val io: CoroutineDispatcher,
     private val sharedKey: String? = null,
     private val openedWith: SharedSettings? = null,
-) : AutoCloseable {
+) : SendOnceClient {
     companion object {
         private val instances = HashMap<String, SendOnce>()
 
@@ -162,10 +163,10 @@ class SendOnce private constructor(
      * Every transfer, newest first: the current list at once, then after every change. Built from the
      * changed transfer each listener call delivers (never a re-read of the table). Completes on [close].
      */
-    val transfers: Flow<List<Transfer>> = snapshot.untilClosed()
+    override val transfers: Flow<List<Transfer>> = snapshot.untilClosed()
 
     /** The latest list [transfers] emitted (no I/O, never throws). */
-    val currentTransfers: List<Transfer> get() = snapshot.value.value
+    override val currentTransfers: List<Transfer> get() = snapshot.value.value
 
     /** Registers with Rust first, then reads, so no change falls between the read and the listener. */
     private fun start() {
@@ -186,27 +187,22 @@ class SendOnce private constructor(
 
     /** The user confirmed: mints the key, commits the transfer durably and returns it; sending starts at once. */
     @Throws(SendOnceException::class)
-    suspend fun sendTransfer(request: TransferRequest): Transfer = live { core.sendTransfer(request) }
-
-    /** Shorthand of [sendTransfer] with the request's fields ([amountMinor] in minor units of [currency]). */
-    @Throws(SendOnceException::class)
-    suspend fun sendTransfer(toUserId: String, amountMinor: Long, currency: String, note: String? = null): Transfer =
-        sendTransfer(TransferRequest(toUserId = toUserId, amountMinor = amountMinor, currency = currency, note = note))
+    override suspend fun sendTransfer(request: TransferRequest): Transfer = live { core.sendTransfer(request) }
 
     /** One transfer by local id. */
     @Throws(SendOnceException::class)
-    suspend fun transfer(localId: String): Transfer = live { core.transfer(localId) }
+    override suspend fun transfer(localId: String): Transfer = live { core.transfer(localId) }
 
     /**
      * The user confirmed an operation of the app's own API (build it with [operation]): the key is minted
      * and method, path, headers and exact body are committed before the first byte; every attempt sends them.
      */
     @Throws(SendOnceException::class)
-    suspend fun sendOperation(operation: OperationRequest): Transfer = live { core.sendOperation(operation) }
+    override suspend fun sendOperation(operation: OperationRequest): Transfer = live { core.sendOperation(operation) }
 
     /** The customer completed the step the server asked for (RequiresAction): sent again, same key and bytes. */
     @Throws(SendOnceException::class)
-    suspend fun actionCompleted(localId: String): Transfer = live { core.actionCompleted(localId) }
+    override suspend fun actionCompleted(localId: String): Transfer = live { core.actionCompleted(localId) }
 
     /**
      * One page of the history, newest first: up to [limit] (at most 500) transfers after the one with local
@@ -214,26 +210,26 @@ class SendOnce private constructor(
      * transfer while new ones are added; [SendOnceException.NotFound] if [after] was pruned meanwhile.
      */
     @Throws(SendOnceException::class)
-    suspend fun transfers(after: String?, limit: Int): List<Transfer> {
+    override suspend fun transfers(after: String?, limit: Int): List<Transfer> {
         require(limit >= 0) { "limit must not be negative" }
         return live { core.transfersPage(after, limit.toUInt()) }
     }
 
     /** Transfers not yet final, newest first. */
     @Throws(SendOnceException::class)
-    suspend fun unfinishedTransfers(): List<Transfer> = live { core.unfinishedTransfers() }
+    override suspend fun unfinishedTransfers(): List<Transfer> = live { core.unfinishedTransfers() }
 
     /** One transfer as a flow of its states (distinct, from the moment of collection); completes on [close]. */
-    fun transferUpdates(localId: String): Flow<Transfer?> =
+    override fun transferUpdates(localId: String): Flow<Transfer?> =
         transfers.map { list -> list.firstOrNull { it.localId == localId } }.distinctUntilChanged()
 
     /** Suspends until the transfer is settled (final, or handed to the user as NeedsAttention). */
     @Throws(SendOnceException::class)
-    suspend fun awaitOutcome(localId: String): Transfer = live { core.waitForOutcome(localId) }
+    override suspend fun awaitOutcome(localId: String): Transfer = live { core.waitForOutcome(localId) }
 
     /** Resolves a NeedsAttention transfer now through the status look-up by key (never a new key). */
     @Throws(SendOnceException::class)
-    suspend fun resolve(localId: String): Transfer = live { core.resolve(localId) }
+    override suspend fun resolve(localId: String): Transfer = live { core.resolve(localId) }
 
     /**
      * Calls [listener] with the changed transfer at every change of any transfer, on an SDK thread. An
@@ -246,15 +242,15 @@ class SendOnce private constructor(
 
     /** The host app's connectivity signal; `true` wakes every waiting retry at once. */
     @Throws(SendOnceException::class)
-    suspend fun setNetworkAvailable(available: Boolean) = live { core.setNetworkAvailable(available) }
+    override suspend fun setNetworkAvailable(available: Boolean): Unit = live { core.setNetworkAvailable(available) }
 
     /** Replaces the bearer token (null to forget it); transfers waiting for credentials resume. */
     @Throws(SendOnceException::class)
-    suspend fun setAccessToken(token: String?) = live { core.setAccessToken(token) }
+    override suspend fun setAccessToken(token: String?): Unit = live { core.setAccessToken(token) }
 
     /** Train mode: switches the network simulator at run time; [seed] makes the faults reproducible. */
     @Throws(SendOnceException::class)
-    suspend fun setNetworkProfile(profile: NetworkProfile, seed: Long = 0) {
+    override suspend fun setNetworkProfile(profile: NetworkProfile, seed: Long) {
         profile.checkSpans()
         live {
             // Set and read back under one lock: concurrent calls leave the mirror on the core's last value.
@@ -276,10 +272,10 @@ class SendOnce private constructor(
      * The network profile in force: the current one at once, then every change. Only [setNetworkProfile]
      * changes it, so the value crosses the FFI once per change, never per read. Completes on [close].
      */
-    val networkProfiles: Flow<NetworkProfile> = profile.untilClosed()
+    override val networkProfiles: Flow<NetworkProfile> = profile.untilClosed()
 
     /** The profile [networkProfiles] shows now (memory: no I/O, no call into Rust, never throws). */
-    val currentNetworkProfile: NetworkProfile get() = profile.value.value
+    override val currentNetworkProfile: NetworkProfile get() = profile.value.value
 
     /** What the network simulator did so far. */
     @Throws(SendOnceException::class)
@@ -298,19 +294,19 @@ class SendOnce private constructor(
 
     /** [drain] with a Kotlin duration. */
     @Throws(SendOnceException::class)
-    suspend fun drain(deadline: kotlin.time.Duration): DrainSummary =
+    override suspend fun drain(deadline: kotlin.time.Duration): DrainSummary =
         drain(java.time.Duration.ofMillis(deadline.inWholeMilliseconds))
 
     /** The app's lifecycle: in the background, network wake-ups are spread (see the README). A flag, no I/O. */
     @Throws(SendOnceException::class)
-    fun setInForeground(foreground: Boolean) {
+    override fun setInForeground(foreground: Boolean) {
         if (closed.get()) throw SendOnceException.Closed()
         core.setInForeground(foreground)
     }
 
     /** The account the store is bound to, if any. */
     @Throws(SendOnceException::class)
-    suspend fun accountId(): String? = live { core.accountId() }
+    override suspend fun accountId(): String? = live { core.accountId() }
 
     /**
      * Signs [accountId] in with [token]. Another account than the bound one throws
@@ -318,7 +314,7 @@ class SendOnce private constructor(
      * first (the report says what).
      */
     @Throws(SendOnceException::class)
-    suspend fun signIn(accountId: String, token: String?): WipeReport? =
+    override suspend fun signIn(accountId: String, token: String?): WipeReport? =
         live { core.signIn(accountId, token).also { reload() } }
 
     /**
@@ -327,7 +323,7 @@ class SendOnce private constructor(
      * was discarded.
      */
     @Throws(SendOnceException::class)
-    suspend fun signOut(force: Boolean = false): WipeReport = live { core.signOut(force).also { reload() } }
+    override suspend fun signOut(force: Boolean): WipeReport = live { core.signOut(force).also { reload() } }
 
     /**
      * Calls [listener] with every [SdkEvent] (attempts, answers, retries, outcomes, wipes), on an SDK thread;
@@ -349,7 +345,7 @@ class SendOnce private constructor(
 
     /** A composer for one confirm screen; closed with the SDK at the latest. */
     @Throws(SendOnceException::class)
-    suspend fun composer(): Composer = live { track(Composer(core.composer(), io)) }
+    override suspend fun composer(): Composer = live { track(Composer(core.composer(), io)) }
 
     /**
      * The composer of a transfer confirmed earlier, e.g. by a screen the system killed: keep its local id in
@@ -357,7 +353,7 @@ class SendOnce private constructor(
      * transfer is final) and it reaches the receipt like the original screen would.
      */
     @Throws(SendOnceException::class)
-    suspend fun composer(localId: String): Composer = live { track(Composer(core.composerFor(localId), io)) }
+    override suspend fun composer(localId: String): Composer = live { track(Composer(core.composerFor(localId), io)) }
 
     /**
      * The composer for a confirm screen the system may have killed: pass the local id the screen saved in
@@ -365,7 +361,7 @@ class SendOnce private constructor(
      * survives process death); else the newest unfinished transfer; else a fresh composer.
      */
     @Throws(SendOnceException::class)
-    suspend fun restoreComposer(savedLocalId: String?): Composer =
+    override suspend fun restoreComposer(savedLocalId: String?): Composer =
         live { track(Composer(core.restoreComposer(savedLocalId), io)) }
 
     /**

@@ -1,3 +1,5 @@
+@file:OptIn(io.sendonce.InternalSendOnceApi::class)
+
 package io.sendonce.bench
 
 import com.sun.jna.Memory
