@@ -24,7 +24,8 @@ use crate::sdk::Sdk;
 pub struct DrainSummary {
     /// Transfers that reached a final state during the drain.
     pub finished: Vec<Transfer>,
-    /// Transfers still unfinished (a worker should run again; AuthRequired ones wait for a token).
+    /// Transfers still unfinished (a worker should run again; AuthRequired ones wait for a token,
+    /// RequiresAction ones for the customer).
     pub unfinished: Vec<Transfer>,
     /// Earliest next attempt of the unfinished ones (SDK clock, ms), if one is scheduled.
     pub next_attempt_at_ms: Option<i64>,
@@ -104,7 +105,14 @@ async fn drain_on(core: Arc<Core>, deadline: Duration) -> Result<DrainSummary> {
     }
     let next_attempt_at_ms = unfinished
         .iter()
-        .filter(|t| t.state != TransferState::AuthRequired)
+        // Waiting for a token or for the customer's step: nothing a worker can do, so no reason to wake it
+        // (a parked operation counted as "due now" had background workers run again at once, in a loop).
+        .filter(|t| {
+            !matches!(
+                t.state,
+                TransferState::AuthRequired | TransferState::RequiresAction
+            )
+        })
         .filter_map(|t| t.next_attempt_at_ms.or(Some(now)))
         .min();
     tracing::info!(

@@ -135,6 +135,23 @@ async fn the_give_up_horizon_does_not_run_while_parked() {
 }
 
 #[tokio::test]
+async fn a_parked_operation_gives_a_background_worker_nothing_to_wake_for() {
+    // Only the customer can move it on: a drain that asked the worker to run again at once (a next
+    // attempt "now") would have WorkManager / BGTaskScheduler run it in a loop while it stays parked.
+    let rig = bank(vec![sca()]).await;
+    let t = rig.sdk.send_operation(order("3.00")).await.unwrap();
+    assert_eq!(
+        settled(&rig.sdk, &t.local_id).await.state,
+        TransferState::RequiresAction
+    );
+    let summary = rig.sdk.drain(Duration::from_millis(200)).await.unwrap();
+    assert_eq!(summary.unfinished.len(), 1, "still unfinished: parked");
+    assert_eq!(summary.next_attempt_at_ms, None, "{summary:?}");
+    assert_eq!(summary.next_attempt_in_ms, None);
+    assert_eq!(rig.arrivals().len(), 1, "the drain sent nothing");
+}
+
+#[tokio::test]
 async fn a_look_up_that_finds_the_order_done_ends_the_parked_operation() {
     // The customer completed the step in the bank's own app; this one was never told.
     let rig = bank(vec![sca()]).await;
