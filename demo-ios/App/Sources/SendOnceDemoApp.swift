@@ -5,7 +5,8 @@ import SwiftUI
 /// Platform lifecycle only: one view model per scene, restored from the scene's storage,
 /// `NWPathMonitor`'s connectivity changes and the scene phase forwarded to it, and the background drain
 /// scheduled. No transfer logic here. (iOS may kill the app at any time; the SDK has already persisted every
-/// confirmed transfer, the next launch or the next BGProcessingTask resumes it with the same key, and the
+/// confirmed transfer, the extra time at the move to the background, the next BGAppRefreshTask or the next
+/// launch resumes it with the same key, and the
 /// scene's saved transfer id brings its receipt back.)
 @main
 struct SendOnceDemoApp: App {
@@ -56,9 +57,13 @@ struct DemoScene: View {
             monitor.start(queue: DispatchQueue(label: "io.sendonce.demo.network"))
         }
         .onChange(of: scenePhase) { phase in
-            // In the background the shared SDK spreads its wake-ups; the task finishes what is left.
+            // In the background the shared SDK spreads its wake-ups; a send in flight finishes in the extra
+            // time iOS grants, and a refresh task runs what is left.
             vm?.onForegroundChanged(phase == .active)
-            if phase == .background { BackgroundSend.schedule() }
+            if phase == .background {
+                BackgroundSend.appDidEnterBackground(
+                    directory: SendOnceDemoApp.dataDirectory(), databaseDirectory: SendOnceDemoApp.databaseDirectory())
+            }
         }
     }
 }

@@ -235,6 +235,12 @@ public final class SendOnce: Sendable {
     /// The latest list `transfers` delivered (no I/O).
     public var currentTransfers: [Transfer] { list.value }
 
+    /// The states of one transfer: the current one at once, then every change, until it is settled or the
+    /// SDK closes. (Kotlin's `transferUpdates(localId)`.)
+    public func transferUpdates(of localId: String) -> AsyncStream<Transfer> {
+        transferStates(of: localId, in: transfers)
+    }
+
     /// The stream of one transfer under its old name.
     @available(*, deprecated, renamed: "transferUpdates(of:)")
     public func updates(of localId: String) -> AsyncStream<Transfer> { transferUpdates(of: localId) }

@@ -26,6 +26,8 @@ public protocol SendOnceClient<Composing>: AnyObject, Sendable {
     func transfers(after: String?, limit: Int) async throws -> [Transfer]
     /// Transfers not yet final, newest first.
     func unfinishedTransfers() async throws -> [Transfer]
+    /// One transfer's states until it is settled (`transferStates(of:in:)` over `transfers`).
+    func transferUpdates(of localId: String) -> AsyncStream<Transfer>
     /// Waits until the transfer is settled (final, `.needsAttention` or `.requiresAction`).
     func outcome(of localId: String) async throws -> Transfer
     /// Resolves a `.needsAttention` transfer through the status look-up by key (never a new key).
@@ -79,25 +81,6 @@ public protocol ComposerClient: AnyObject, Sendable {
 }
 
 public extension SendOnceClient {
-    /// The states of one transfer: the current one at once, then every change, until it is settled or the
-    /// client closes. (Kotlin's `transferUpdates(localId)`.) Read from `transfers`, for every client alike.
-    func transferUpdates(of localId: String) -> AsyncStream<Transfer> {
-        let lists = transfers
-        return AsyncStream { continuation in
-            let task = Task {
-                var last: Transfer?
-                for await list in lists {
-                    guard let t = list.first(where: { $0.localId == localId }), t != last else { continue }
-                    last = t
-                    continuation.yield(t)
-                    if t.state.isSettled { break }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
-    }
-
     /// Shorthand of `sendTransfer(_:)` with the request's fields (`amountMinor` in minor units of `currency`).
     func sendTransfer(to toUserId: String, amountMinor: Int64, currency: String, note: String? = nil) async throws -> Transfer {
         try await sendTransfer(TransferRequest(toUserId: toUserId, amountMinor: amountMinor, currency: currency, note: note))
@@ -108,6 +91,24 @@ public extension ComposerClient {
     /// Shorthand of `confirm(_:)` with the request's fields (`amountMinor` in minor units of `currency`).
     func confirm(to toUserId: String, amountMinor: Int64, currency: String, note: String? = nil) async throws -> Transfer {
         try await confirm(TransferRequest(toUserId: toUserId, amountMinor: amountMinor, currency: currency, note: note))
+    }
+}
+
+/// The states of one transfer read from a list stream: the current one at once, then every change, until it
+/// is settled or the stream ends. What `SendOnce.transferUpdates(of:)` and a fake's are made of.
+public func transferStates(of localId: String, in lists: AsyncStream<[Transfer]>) -> AsyncStream<Transfer> {
+    AsyncStream { continuation in
+        let task = Task {
+            var last: Transfer?
+            for await list in lists {
+                guard let t = list.first(where: { $0.localId == localId }), t != last else { continue }
+                last = t
+                continuation.yield(t)
+                if t.state.isSettled { break }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
     }
 }
 

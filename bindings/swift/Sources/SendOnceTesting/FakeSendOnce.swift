@@ -126,6 +126,10 @@ public final class FakeSendOnce: SendOnceClient, @unchecked Sendable {
         try locked { try live(); return list.filter { !$0.state.fakeFinal } }
     }
 
+    public func transferUpdates(of localId: String) -> AsyncStream<Transfer> {
+        transferStates(of: localId, in: transfers)
+    }
+
     public func outcome(of localId: String) async throws -> Transfer {
         _ = try get(localId)
         for await list in transfers {

@@ -10,7 +10,7 @@ import SendOnce
 /// database (prepared by `DatabaseLocation`), `memory` what survives process death (`@SceneStorage`). No
 /// disk or network work runs on the MainActor: the SDK's calls are async, the account store is an actor.
 /// Call `close()` when the screen goes away: the SDK is the process's shared instance and keeps sending in
-/// the background, where a BGProcessingTask (`DemoBackground.drain`) finishes what is left.
+/// the background, where the bindings' `BackgroundSending` (extra time, then a BGAppRefreshTask) finishes what is left.
 @MainActor
 public final class DemoViewModel {
     /// The notice after re-attaching to a transfer confirmed before the process died.
@@ -256,7 +256,7 @@ public final class DemoViewModel {
     }
 
     /// The screen goes away. The shared SDK stays open and sends in the background; what it cannot finish
-    /// a BGProcessingTask drains later (`DemoBackground.drain`). Unfinished transfers are on disk either way.
+    /// a BGAppRefreshTask drains later (`BackgroundSending.handleRefresh`). Unfinished transfers are on disk either way.
     public func close() {
         finish(sdkToo: false)
     }

@@ -92,7 +92,7 @@ final class DemoViewModelTests: ServerTestCase {
         let before = try await server.debits(key)
         XCTAssertTrue(before.isEmpty)
 
-        // The BGProcessingTask runs with the network back: it drains the same instance.
+        // The background refresh runs with the network back: it drains the same instance.
         let summary = try await XCTUnwrapAsync(try await DemoBackground.drain(
             directory: dir, databaseDirectory: dir.appendingPathComponent("Application Support/sendonce"),
             deadline: .seconds(20), options: options()

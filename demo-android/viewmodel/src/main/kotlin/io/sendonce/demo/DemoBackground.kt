@@ -24,18 +24,26 @@ object DemoBackground {
     )
 
     /**
-     * Sends what is due within [deadline] on the shared instance; `null` when nobody ever signed up here
-     * (nothing to send). [filesDir] holds the account, [databaseDir] the database (as for [DemoViewModel]).
-     * Throws `SendOnceException.Busy` when another process holds the file.
+     * The process's shared SDK of the account signed up here (the one the screen uses, if it is open); `null`
+     * when nobody ever signed up (nothing to send). [filesDir] holds the account, [databaseDir] the database
+     * (as for [DemoViewModel]). Throws `SendOnceException.Busy` when another process holds the file.
      */
+    suspend fun sharedSdk(
+        filesDir: File,
+        serverUrl: String,
+        options: DemoOptions = DemoOptions(),
+        databaseDir: File = filesDir,
+    ): SendOnce? {
+        val account = AccountStore(File(filesDir, DemoViewModel.ACCOUNT_FILE)).account(serverUrl) ?: return null
+        return SendOnce.shared(config(databaseDir, account, options))
+    }
+
+    /** Sends what is due within [deadline] on the shared instance ([sharedSdk]); `null` when nobody signed up. */
     suspend fun drain(
         filesDir: File,
         serverUrl: String,
         deadline: Duration,
         options: DemoOptions = DemoOptions(),
         databaseDir: File = filesDir,
-    ): DrainSummary? {
-        val account = AccountStore(File(filesDir, DemoViewModel.ACCOUNT_FILE)).account(serverUrl) ?: return null
-        return SendOnce.shared(config(databaseDir, account, options)).drain(deadline)
-    }
+    ): DrainSummary? = sharedSdk(filesDir, serverUrl, options, databaseDir)?.drain(deadline)
 }

@@ -3,6 +3,7 @@ package io.sendonce.demo
 import io.sendonce.Composer
 import io.sendonce.ComposerState
 import io.sendonce.SendOnce
+import io.sendonce.SendOnceClient
 import io.sendonce.SendOnceException
 import io.sendonce.Transfer
 import io.sendonce.TransferRequest
@@ -56,6 +57,8 @@ class DemoViewModel(
     private val options: DemoOptions = DemoOptions(),
     private val memory: ScreenMemory = InMemoryScreenMemory(),
     private val databaseDir: File = filesDir,
+    /** Told of the shared SDK each time a session opens it: the shell attaches background sending there. */
+    private val onSdkOpened: (SendOnceClient) -> Unit = {},
 ) : AutoCloseable {
     private class Session(val account: DemoAccount, val sdk: SendOnce, val composer: Composer, val openedAtWallMs: Long) {
         /** The screen goes away; the shared SDK goes on in the background (or is closed, with [sdkToo]). */
@@ -353,6 +356,7 @@ class DemoViewModel(
             ?: walletClient.signUp(url, options.startingBalanceMinor, options.currency).also(store::save)
         val openedAt = options.nowMs()
         val sdk = SendOnce.shared(DemoBackground.config(databaseDir, account, options))
+        onSdkOpened(sdk)
         try {
             val m = model.value
             // The shared instance may have run in the background since the last screen: set it as this one wants.

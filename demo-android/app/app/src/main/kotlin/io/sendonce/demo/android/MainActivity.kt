@@ -45,6 +45,9 @@ class DemoAndroidViewModel(app: Application, handle: SavedStateHandle) : Android
         scope = viewModelScope,
         memory = SavedStateMemory(handle),
         databaseDir = app.noBackupFilesDir,
+        // From the first open: a transfer confirmed now is drained by WorkManager even if the app is swiped
+        // away at once (an expedited unique work, KEEP), and one left unfinished at start is too.
+        onSdkOpened = { sdk -> SendWorker.background(app).attach(sdk, viewModelScope) },
     )
 
     private val connectivity = app.getSystemService(Context.CONNECTIVITY_SERVICE) as ConnectivityManager
@@ -61,10 +64,9 @@ class DemoAndroidViewModel(app: Application, handle: SavedStateHandle) : Android
 
     override fun onCleared() {
         connectivity.unregisterNetworkCallback(networkCallback)
-        // The screen is gone, the shared SDK is not: it goes on in the background, and the worker drains
-        // whatever is left when the OS gives it time and a network.
+        // The screen is gone, the shared SDK is not: it goes on in the background, and the work enqueued at
+        // confirm (or at start) drains whatever is left when the OS gives it time and a network.
         demo.close()
-        SendWorker.enqueue(getApplication(), delayMs = 0)
     }
 }
 
