@@ -82,16 +82,20 @@ struct ContentView: View {
                     .autocorrectionDisabled()
                 TextField("Amount (BDT)", text: binding(\.amount, vm.onAmountChanged))
                     .keyboardType(.decimalPad)
-                if let v = ui.validationText { Text(v).foregroundStyle(.red) }
+                if let v = ui.validationText { ErrorText(text: v) }
                 Button("Review") { vm.onReviewTapped() }.disabled(!ui.reviewEnabled)
             case .confirm, .rejected, .progress:
                 Text(ui.confirmText ?? ui.transferTitle ?? "").font(.headline)
                 if ui.showSpinner {
-                    HStack { ProgressView(); Text(ui.statusLine ?? "") }
+                    // One VoiceOver stop whose text changes ("attempt 3, next try in 4 s"); the spinner is decoration.
+                    HStack { ProgressView().accessibilityHidden(true); Text(ui.statusLine ?? "") }
+                        .accessibilityElement(children: .combine)
+                        .accessibilityAddTraits(.updatesFrequently)
                 }
-                if let e = ui.errorText { Text(e).foregroundStyle(.red) }
-                // Enabled exactly when the composer says so: tap it ten times, one transfer leaves.
-                Button("Send") { vm.onSendTapped() }.disabled(!ui.sendEnabled)
+                if let e = ui.errorText { ErrorText(text: e) }
+                // Enabled exactly when the composer says so: tap it ten times, one transfer leaves. When it is
+                // off, VoiceOver says why (the view model's text).
+                Button("Send") { vm.onSendTapped() }.disabled(!ui.sendEnabled).accessibilityHint(ui.sendHint ?? "")
                 if ui.screen != .progress { Button("Edit") { vm.onEditTapped() } }
             case .receipt:
                 if let r = ui.receipt {
@@ -101,11 +105,11 @@ struct ContentView: View {
                     Text("Attempts: \(r.attempts)").font(.footnote)
                     if let note = r.replayNote { Text(note).font(.footnote) }
                 }
-                Button("Send") { vm.onSendTapped() }.disabled(!ui.sendEnabled)
+                Button("Send") { vm.onSendTapped() }.disabled(!ui.sendEnabled).accessibilityHint(ui.sendHint ?? "")
                 Button("Send another") { vm.onSendAnotherTapped() }
             case .needsAttention:
                 Text(ui.transferTitle ?? "").font(.headline)
-                if let e = ui.errorText { Text(e).foregroundStyle(.red) }
+                if let e = ui.errorText { ErrorText(text: e) }
                 Button("Check again") { vm.onCheckAgainTapped() }
                 Button("Send another") { vm.onSendAnotherTapped() }
             }
@@ -130,7 +134,7 @@ struct ContentView: View {
                 .keyboardType(.URL)
                 .textInputAutocapitalization(.never)
                 .autocorrectionDisabled()
-            if let e = ui.settingsError { Text(e).foregroundStyle(.red) }
+            if let e = ui.settingsError { ErrorText(text: e) }
             Button("Save and reconnect") { vm.onServerUrlSaved() }
         }
     }
@@ -139,5 +143,19 @@ struct ContentView: View {
     /// typing never lags behind the stream) and reports every edit to it.
     private func binding(_ keyPath: KeyPath<DemoUiState, String>, _ set: @escaping (String) -> Void) -> Binding<String> {
         Binding(get: { vm.state[keyPath: keyPath] }, set: { set($0) })
+    }
+}
+
+/// An error: VoiceOver announces it when it appears (not only when the user reaches it).
+struct ErrorText: View {
+    let text: String
+
+    var body: some View {
+        Text(text).foregroundStyle(.red)
+            .onAppear {
+                #if canImport(UIKit)
+                UIAccessibility.post(notification: .announcement, argument: text)
+                #endif
+            }
     }
 }

@@ -63,6 +63,13 @@ extension DemoUiState {
         ui.transferTitle = cs.currentTransfer.map(Texts.title)
         // The composer's decision, read off the same state value the screen shows.
         ui.sendEnabled = account != nil && cs.sendEnabled
+        if account != nil && !cs.sendEnabled {
+            switch cs {
+            case .submitting, .waiting: ui.sendHint = Texts.text("demo.send_off.in_flight")
+            case .done: ui.sendHint = Texts.text("demo.send_off.done")
+            default: break
+            }
+        }
         switch cs {
         case .submitting:
             ui.showSpinner = true

@@ -30,6 +30,8 @@ public struct DemoUiState: Equatable, Sendable {
     public var transferTitle: String?
     /// The Send button: the composer's `sendEnabled`.
     public var sendEnabled = false
+    /// Why Send is off, for VoiceOver (the button's hint); nil while it is on.
+    public var sendHint: String?
     /// A spinner next to the status line.
     public var showSpinner = false
     /// "Sending…", or "Waiting for network — attempt N, next try in Xs" while retrying.

@@ -274,8 +274,11 @@ final class DemoViewModelTests: ServerTestCase {
         defer { Texts.locale = Locale(identifier: "en_US") }
         let confirm = try await review(vm, "12,50")
         XCTAssertEqual(confirm.confirmText, "12,50 BDT an \(confirm.recipient) senden?")
+        XCTAssertNil(confirm.sendHint, "Send is on: nothing to explain")
         vm.onSendTapped()
-        try await wait(vm, "receipt") { $0.screen == .receipt }
+        let receipt = try await wait(vm, "receipt") { $0.screen == .receipt }
+        // Send is off on the receipt: VoiceOver says why, in the user's language.
+        XCTAssertEqual(receipt.sendHint, "Senden ist aus: diese Überweisung ist erledigt. Für eine neue: Weitere senden.")
         let debits = try await debits(of: try XCTUnwrap(confirm.accountUserId))
         XCTAssertEqual(debits.map(\.amountMinor), [1250])
         // The list row carries what a screen reader announces, in the user's language.

@@ -431,6 +431,12 @@ class DemoViewModel(
                 ?.takeIf { screen == Screen.CONFIRM || screen == Screen.REJECTED },
             transferTitle = current?.let(Texts::title),
             sendEnabled = s != null && c.sendEnabled,
+            sendHint = when {
+                s == null || c.sendEnabled -> null
+                cs is ComposerState.Submitting || cs is ComposerState.Waiting -> Texts.text("demo.send_off.in_flight")
+                cs is ComposerState.Done -> Texts.text("demo.send_off.done")
+                else -> null
+            },
             showSpinner = cs is ComposerState.Submitting || cs is ComposerState.Waiting,
             statusLine = when (cs) {
                 is ComposerState.Submitting -> Texts.text("demo.sending")

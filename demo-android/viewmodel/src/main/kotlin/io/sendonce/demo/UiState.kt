@@ -31,6 +31,8 @@ data class DemoUiState(
     val transferTitle: String? = null,
     /** The Send button: exactly the composer's `sendEnabled`. */
     val sendEnabled: Boolean = false,
+    /** Why Send is off, for screen readers (the button's state description); null while it is on. */
+    val sendHint: String? = null,
     /** A spinner next to the status line. */
     val showSpinner: Boolean = false,
     /** "Sending…", or "Waiting for network — attempt N, next try in Xs" while retrying. */

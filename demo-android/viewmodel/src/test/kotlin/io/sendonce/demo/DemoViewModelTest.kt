@@ -257,8 +257,11 @@ class DemoViewModelTest : ServerTest() {
         try {
             val confirm = vm.review("12,50")
             assertEquals("12,50 BDT an ${confirm.recipient} senden?", confirm.confirmText)
+            assertEquals(null, confirm.sendHint, "Send is on: nothing to explain")
             vm.onSendTapped()
-            vm.await("receipt") { it.screen == Screen.RECEIPT }
+            val receipt = vm.await("receipt") { it.screen == Screen.RECEIPT }
+            // Send is off on the receipt: a screen reader says why, in the user's language.
+            assertEquals("Senden ist aus: diese Überweisung ist erledigt. Für eine neue: Weitere senden.", receipt.sendHint)
             assertEquals(listOf(1250L), debitsOf(confirm.accountUserId!!).map { it.amountMinor })
             // The list row carries what a screen reader announces, in the user's language.
             vm.await("announcement") { it.transfers.firstOrNull()?.announcement == "Gesendet: 12,50 BDT an ${confirm.recipient}" }

@@ -33,7 +33,12 @@ import androidx.compose.runtime.remember
 import androidx.compose.ui.Alignment
 import androidx.compose.ui.Modifier
 import androidx.compose.ui.platform.LocalView
+import androidx.compose.ui.semantics.LiveRegionMode
+import androidx.compose.ui.semantics.clearAndSetSemantics
+import androidx.compose.ui.semantics.heading
+import androidx.compose.ui.semantics.liveRegion
 import androidx.compose.ui.semantics.semantics
+import androidx.compose.ui.semantics.stateDescription
 import androidx.compose.ui.res.stringResource
 import androidx.compose.ui.text.font.FontFamily
 import androidx.compose.ui.text.input.KeyboardType
@@ -71,7 +76,7 @@ fun DemoApp(vm: DemoViewModel) {
                 ui.setupError?.let { error -> item { SetupErrorCard(error, vm) } }
                 item { TransferCard(ui, vm) }
                 item { TrainModeCard(ui, vm) }
-                item { Text(stringResource(R.string.recent_transfers), style = MaterialTheme.typography.titleMedium) }
+                item { Text(stringResource(R.string.recent_transfers), style = MaterialTheme.typography.titleMedium, modifier = Modifier.semantics { heading() }) }
                 if (ui.transfers.isEmpty()) item { Text(stringResource(R.string.no_transfers)) }
                 items(ui.transfers, key = { it.localId }) { row ->
                     // One TalkBack stop per transfer: title, state and id read together.
@@ -127,21 +132,29 @@ private fun TransferCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fil
                     label = { Text(stringResource(R.string.amount_label)) }, singleLine = true, modifier = Modifier.fillMaxWidth(),
                     keyboardOptions = KeyboardOptions(keyboardType = KeyboardType.Decimal),
                 )
-                ui.validationText?.let { Text(it, color = MaterialTheme.colorScheme.error) }
+                ui.validationText?.let { ErrorText(it) }
                 Button(onClick = vm::onReviewTapped, enabled = ui.reviewEnabled) { Text(stringResource(R.string.review)) }
             }
             Screen.CONFIRM, Screen.REJECTED, Screen.PROGRESS -> {
                 Text(ui.confirmText ?: ui.transferTitle ?: "", style = MaterialTheme.typography.titleMedium)
                 if (ui.showSpinner) {
-                    Row(verticalAlignment = Alignment.CenterVertically, horizontalArrangement = Arrangement.spacedBy(8.dp)) {
-                        CircularProgressIndicator(Modifier.size(20.dp))
+                    // One stop, read politely as it changes ("attempt 3, next try in 4 s"); the spinner is decoration.
+                    Row(
+                        verticalAlignment = Alignment.CenterVertically, horizontalArrangement = Arrangement.spacedBy(8.dp),
+                        modifier = Modifier.semantics(mergeDescendants = true) { liveRegion = LiveRegionMode.Polite },
+                    ) {
+                        CircularProgressIndicator(Modifier.size(20.dp).clearAndSetSemantics {})
                         Text(ui.statusLine ?: "")
                     }
                 }
-                ui.errorText?.let { Text(it, color = MaterialTheme.colorScheme.error) }
+                ui.errorText?.let { ErrorText(it) }
                 Row(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
-                    // Enabled exactly when the composer says so: tap it ten times, one transfer leaves.
-                    Button(onClick = vm::onSendTapped, enabled = ui.sendEnabled) { Text(stringResource(R.string.send)) }
+                    // Enabled exactly when the composer says so: tap it ten times, one transfer leaves. When it is
+                    // off, TalkBack says why (the view model's text).
+                    Button(
+                        onClick = vm::onSendTapped, enabled = ui.sendEnabled,
+                        modifier = Modifier.semantics { ui.sendHint?.let { stateDescription = it } },
+                    ) { Text(stringResource(R.string.send)) }
                     if (ui.screen != Screen.PROGRESS) OutlinedButton(onClick = vm::onEditTapped) { Text(stringResource(R.string.edit)) }
                 }
             }
@@ -152,13 +165,16 @@ private fun TransferCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fil
                 Text(stringResource(R.string.attempts, r.attempts), style = MaterialTheme.typography.bodySmall)
                 r.replayNote?.let { Text(it, style = MaterialTheme.typography.bodySmall) }
                 Row(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
-                    Button(onClick = vm::onSendTapped, enabled = ui.sendEnabled) { Text(stringResource(R.string.send)) }
+                    Button(
+                        onClick = vm::onSendTapped, enabled = ui.sendEnabled,
+                        modifier = Modifier.semantics { ui.sendHint?.let { stateDescription = it } },
+                    ) { Text(stringResource(R.string.send)) }
                     OutlinedButton(onClick = vm::onSendAnotherTapped) { Text(stringResource(R.string.send_another)) }
                 }
             }
             Screen.NEEDS_ATTENTION -> {
                 Text(ui.transferTitle ?: "", style = MaterialTheme.typography.titleMedium)
-                ui.errorText?.let { Text(it, color = MaterialTheme.colorScheme.error) }
+                ui.errorText?.let { ErrorText(it) }
                 Row(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
                     Button(onClick = vm::onCheckAgainTapped) { Text(stringResource(R.string.check_again)) }
                     OutlinedButton(onClick = vm::onSendAnotherTapped) { Text(stringResource(R.string.send_another)) }
@@ -172,7 +188,7 @@ private fun TransferCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fil
 @Composable
 private fun TrainModeCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fillMaxWidth()) {
     Column(Modifier.padding(16.dp)) {
-        Text(stringResource(R.string.train_mode), style = MaterialTheme.typography.titleMedium)
+        Text(stringResource(R.string.train_mode), style = MaterialTheme.typography.titleMedium, modifier = Modifier.semantics { heading() })
         FlowRow(horizontalArrangement = Arrangement.spacedBy(8.dp)) {
             ui.trainModes.forEach { mode ->
                 FilterChip(selected = ui.trainMode == mode, onClick = { vm.onTrainModeSelected(mode) }, label = { Text(mode.label) })
@@ -185,13 +201,18 @@ private fun TrainModeCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fi
 @Composable
 private fun SettingsCard(ui: DemoUiState, vm: DemoViewModel) = Card(Modifier.fillMaxWidth()) {
     Column(Modifier.padding(16.dp), verticalArrangement = Arrangement.spacedBy(8.dp)) {
-        Text(stringResource(R.string.settings), style = MaterialTheme.typography.titleMedium)
+        Text(stringResource(R.string.settings), style = MaterialTheme.typography.titleMedium, modifier = Modifier.semantics { heading() })
         OutlinedTextField(
             value = ui.serverUrlField, onValueChange = vm::onServerUrlChanged,
             label = { Text(stringResource(R.string.server_url)) }, singleLine = true, modifier = Modifier.fillMaxWidth(),
             keyboardOptions = KeyboardOptions(keyboardType = KeyboardType.Uri),
         )
-        ui.settingsError?.let { Text(it, color = MaterialTheme.colorScheme.error) }
+        ui.settingsError?.let { ErrorText(it) }
         Button(onClick = vm::onServerUrlSaved) { Text(stringResource(R.string.save_and_reconnect)) }
     }
 }
+
+/** An error, read by TalkBack as soon as it appears (not only when the user reaches it). */
+@Composable
+private fun ErrorText(text: String) =
+    Text(text, color = MaterialTheme.colorScheme.error, modifier = Modifier.semantics { liveRegion = LiveRegionMode.Assertive })
