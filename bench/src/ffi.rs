@@ -118,6 +118,12 @@ fn prepare(target: &Path) -> Result<PathBuf, String> {
                 .arg(gen.join(lang)),
         )?;
     }
+    // The raw core marked as apps get it (Kotlin opt-in, Swift SPI): the drivers say they use it.
+    run_cmd(
+        Command::new("scripts/mark-raw-core")
+            .arg(gen.join("kotlin/io/sendonce/sendonce_ffi.kt"))
+            .arg(gen.join("swift/SendOnceFFI.swift")),
+    )?;
     std::fs::write(gen.join("stamp"), stamp).map_err(|e| e.to_string())?;
     Ok(gen)
 }
@@ -227,32 +233,34 @@ fn swift(
         "bench/ffi/swift/main.swift".into(),
         src.join("FfiBench/main.swift"),
     )?;
+    // Two crates carry uniffi types (the bindings and the core's values): both Swift files in the one
+    // SendOnceFFI target, both headers in one C module, as scripts/gen-bindings lays them out.
+    for file in ["SendOnceFFI.swift", "SendOnceCore.swift"] {
+        copy(
+            gen.join("swift").join(file),
+            src.join("SendOnceFFI").join(file),
+        )?;
+    }
+    // The hand-written custom type the generated Swift names (uniffi.toml: RequestHeaders).
     copy(
-        gen.join("swift/SendOnceFFI.swift"),
-        src.join("SendOnceFFI/SendOnceFFI.swift"),
+        "bindings/swift/Sources/SendOnceFFI/RedactedHeaders.swift".into(),
+        src.join("SendOnceFFI/RedactedHeaders.swift"),
     )?;
-    copy(
-        gen.join("swift/sendonce_ffiFFI.h"),
-        src.join("sendonce_ffiFFI/sendonce_ffiFFI.h"),
-    )?;
-    // As scripts/gen-bindings does: no Darwin module on Linux; link the host-built library by name.
-    let map = std::fs::read_to_string(gen.join("swift/sendonce_ffiFFI.modulemap"))
-        .map_err(|e| e.to_string())?;
-    let map: String = map
-        .lines()
-        .filter(|l| !l.contains("use \"Darwin\""))
-        .map(|l| {
-            if l == "}" {
-                "    link \"sendonce_ffi\"\n}".to_string()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+    let headers = ["sendonce_ffiFFI.h", "sendonceFFI.h"];
+    for file in headers {
+        copy(
+            gen.join("swift").join(file),
+            src.join("sendonce_ffiFFI").join(file),
+        )?;
+    }
+    // No Darwin module on Linux; link the host-built library by name.
+    let map = format!(
+        "module sendonce_ffiFFI {{\n{}    export *\n    use \"_Builtin_stdbool\"\n    use \"_Builtin_stdint\"\n    link \"sendonce_ffi\"\n}}\n",
+        headers.map(|h| format!("    header \"{h}\"\n")).concat()
+    );
     write_if_changed(
         &src.join("sendonce_ffiFFI/module.modulemap"),
-        (map + "\n").as_bytes(),
+        map.as_bytes(),
     )?;
     let lib_dir = target.join("release");
     let chroot = |args: &[&str]| {

@@ -1,7 +1,7 @@
 // Figure 2 of scripts/bench: µs per call of two cheap SDK queries through the uniffi bindings.
 // Usage: FfiBench DB_DIR ITERATIONS OUT_JSON. Prints nothing but errors; asserts nothing about time.
 import Foundation
-import SendOnceFFI
+@_spi(SendOnceInternal) import SendOnceFFI  // the raw core is what this bench measures
 
 func rounds(_ iterations: Int, _ count: Int, _ call: () throws -> Void) rethrows -> [Double] {
     for _ in 0..<iterations { try call() } // warm-up

@@ -1,5 +1,5 @@
 import Foundation
-import SendOnceFFI
+@_spi(SendOnceInternal) import SendOnceFFI
 
 /// One confirm screen's state machine (made by `SendOnce.composer()`). However often Send is tapped, one
 /// intent is one transfer with one key: a second `confirm` while the first is unfinished returns the same

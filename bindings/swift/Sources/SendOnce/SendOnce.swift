@@ -3,6 +3,9 @@
 // re-exported, so apps need only `import SendOnce`. Every decision is made in Rust; this layer only
 // forwards calls, keeps disk work off the caller's thread and turns listener callbacks into streams.
 @_exported import SendOnceFFI
+// The raw core (SendOnceCore, ComposerCore) is SPI of the generated module: this layer may name it, apps
+// may not without saying so (scripts/mark-raw-core).
+@_spi(SendOnceInternal) import SendOnceFFI
 import Foundation
 
 /// The sendonce SDK: one per database file. It sends in the background on its own threads; a transfer

@@ -2,6 +2,7 @@ import Foundation
 import SendOnceTestSupport
 import XCTest
 @testable import SendOnce
+@_spi(SendOnceInternal) import SendOnceFFI  // the raw core and IoProbe, for the main-safety controls
 
 /// What makes the Swift layer platform-native: MainActor safety, cancellation, typed errors and reasons,
 /// Dates, streams that end, listener tokens, paging and the privacy manifest.

@@ -2,6 +2,7 @@ import SendOnceTestSupport
 import Foundation
 import XCTest
 @testable import SendOnce
+@_spi(SendOnceInternal) import SendOnceFFI  // the raw core, where a test needs it
 
 /// The Swift bindings against the real Rust library and the real server-mock on loopback.
 final class SendOnceTests: ServerTestCase {
