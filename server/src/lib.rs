@@ -18,6 +18,8 @@ pub mod decision;
 pub mod engine;
 pub mod expiry;
 pub mod fingerprint;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod key;
 pub mod lease;
 pub mod outcome;
