@@ -20,7 +20,7 @@ use sendonce_server::engine::Publish;
 use sendonce_server::kafka::{event_id, KafkaPublish};
 use sendonce_server::outcome::Event;
 use sendonce_server::store::sqlite::{inbox, Db};
-use sqlite_engine_support::{fixture, request};
+use sqlite_engine_support::fixture;
 
 fn bootstrap() -> String {
     let url = std::env::var("SENDONCE_KAFKA")
@@ -114,15 +114,8 @@ async fn every_event_reaches_kafka_with_its_id_and_a_lost_ack_is_applied_once() 
     ensure_topic(&bootstrap).await;
     let f = fixture();
     let keys: Vec<String> = (0..3).map(|_| uuid::Uuid::new_v4().to_string()).collect();
-    for k in &keys {
-        assert_eq!(
-            f.engine
-                .run(&*f.op, &request(k, r#"{"amount":1}"#))
-                .await
-                .status,
-            201
-        );
-    }
+    f.pay_each(&keys.iter().map(String::as_str).collect::<Vec<_>>())
+        .await;
 
     // The relay crashed between publishing and marking: everything goes out again next round.
     let kafka = KafkaPublish::connect(&bootstrap, Duration::from_secs(30)).unwrap();

@@ -124,15 +124,7 @@ impl Publish for Consumer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_relay_publishes_each_event_and_the_inbox_applies_it_once() {
     let f = fixture();
-    for k in ["a", "b", "c"] {
-        assert_eq!(
-            f.engine
-                .run(&*f.op, &request(k, r#"{"amount":1}"#))
-                .await
-                .status,
-            201
-        );
-    }
+    f.pay_each(&["a", "b", "c"]).await;
     let consumer = Consumer {
         db: f.db.clone(),
         twice: true,

@@ -131,6 +131,17 @@ impl Fixture {
             .unwrap()
     }
 
+    /// One payment of 1 under each key, each answered 201 (and so one outbox event each).
+    pub async fn pay_each(&self, keys: &[&str]) {
+        for k in keys {
+            let answer = self
+                .engine
+                .run(&*self.op, &request(k, r#"{"amount":1}"#))
+                .await;
+            assert_eq!(answer.status, 201, "{k}");
+        }
+    }
+
     pub fn spawn(&self, key: &str, body: &str) -> tokio::task::JoinHandle<sendonce_server::Answer> {
         let (engine, op, req) = (self.engine.clone(), self.op.clone(), request(key, body));
         tokio::spawn(async move { engine.run(&*op, &req).await })
