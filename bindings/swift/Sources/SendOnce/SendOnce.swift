@@ -301,7 +301,8 @@ public final class SendOnce: Sendable {
     }
 
     /// Sends and resolves everything due within `deadline` (seconds), then says what is left: what a
-    /// `BGProcessingTask` handler turns into `setTaskCompleted(success:)` and its next request. Returns by the
+    /// `BGAppRefreshTask` handler (`BackgroundSending.handleRefresh`) turns into `setTaskCompleted(success:)`
+    /// and its next request. Returns by the
     /// deadline even with a request out; nothing is lost, it goes on with the same key.
     public func drain(deadline: TimeInterval) async throws -> DrainSummary {
         try checkSpan("deadline", deadline)
