@@ -7,6 +7,7 @@
 //! prints the table. `scripts/bench` builds it in release mode and runs it from the repo root.
 
 mod cold_open;
+mod counts;
 mod ffi;
 mod ffi_kotlin;
 mod key_table;
@@ -76,6 +77,7 @@ fn main() {
                 memory::child_sdk(std::path::Path::new(dir), n.parse().unwrap_or(0))
             }
             (Some("server"), Some(db), _) => memory::child_server(db),
+            (Some("serve"), Some(db), _) => counts::child_serve(db),
             (Some("cold-open"), Some(side), Some(db)) => cold_open::child(side, Path::new(db)),
             (Some("year-rss"), Some(db), Some(n)) => {
                 cold_open::child_year(Path::new(db), n.parse().unwrap_or(10_000))
@@ -150,7 +152,8 @@ fn main() {
                 &args.fast_dir,
                 if q { 4 } else { 48 },
                 if q { 10 } else { 80 },
-            ))
+            ));
+            counts::tap_to_durable(r, &args.fast_dir, q);
         });
     }
     if wants("3") {
@@ -163,6 +166,7 @@ fn main() {
                 dur,
             ));
             write_path::run(r, &args.dir, &args.fast_dir, if q { 40 } else { 300 });
+            counts::server(r, &args.fast_dir, q);
         });
     }
     if wants("4") {

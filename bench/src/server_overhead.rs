@@ -15,14 +15,17 @@ enum Kind {
     Plain,
     /// The least a first request honouring the contract does (`POST /v1/bench/floor`).
     Floor,
+    /// What a team would ship instead: a Powertools-style layer (`POST /v1/bench/peer`).
+    Peer,
     First,
     Replay,
     Dup,
 }
 
-const KINDS: [Kind; 5] = [
+const KINDS: [Kind; 6] = [
     Kind::Plain,
     Kind::Floor,
+    Kind::Peer,
     Kind::First,
     Kind::Replay,
     Kind::Dup,
@@ -38,6 +41,7 @@ impl Kind {
         match self {
             Kind::Plain => "plain",
             Kind::Floor => "contract floor",
+            Kind::Peer => "peer",
             Kind::First => "first",
             Kind::Replay => "replay",
             Kind::Dup => "duplicates",
@@ -48,6 +52,7 @@ impl Kind {
         match self {
             Kind::Plain => "plain insert",
             Kind::Floor => "contract floor",
+            Kind::Peer => "peer (Powertools-style layer)",
             Kind::First => "first request",
             Kind::Replay => "replay",
             Kind::Dup => "same-key duplicates ×4",
@@ -86,11 +91,11 @@ async fn measure(ctx: &Arc<Ctx>, kind: Kind, conc: usize, dur: Duration) -> (Vec
                 let body = server::transfer_body(&ctx.to, 1);
                 let transfers = format!("{}/v1/transfers", ctx.base);
                 match kind {
-                    Kind::Plain | Kind::Floor => {
-                        let path = if kind == Kind::Plain {
-                            "plain"
-                        } else {
-                            "floor"
+                    Kind::Plain | Kind::Floor | Kind::Peer => {
+                        let path = match kind {
+                            Kind::Plain => "plain",
+                            Kind::Floor => "floor",
+                            _ => "peer",
                         };
                         let url = format!("{}/v1/bench/{path}", ctx.base);
                         out.push(server::post(&ctx.client, &url, &user.token, None, body).await);
@@ -231,6 +236,7 @@ pub async fn single(kind: &str, secs: f64, conc: usize, dir: &Path) {
     let kind = match kind {
         "plain" => Kind::Plain,
         "floor" => Kind::Floor,
+        "peer" => Kind::Peer,
         "first" => Kind::First,
         "replay" => Kind::Replay,
         _ => Kind::Dup,
@@ -287,11 +293,15 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
     let first_over_plain = rps(Kind::Plain) / rps(Kind::First);
     let floor_over_plain = rps(Kind::Plain) / rps(Kind::Floor);
     let first_over_floor = rps(Kind::Floor) / rps(Kind::First);
+    let first_over_peer = rps(Kind::Peer) / rps(Kind::First);
+    let peer_over_plain = rps(Kind::Plain) / rps(Kind::Peer);
     let replay_over_first = rps(Kind::First) / rps(Kind::Replay);
     let dup_over_plain = rps(Kind::Plain) / rps(Kind::Dup);
     let fop = per_round(Kind::First, Kind::Plain);
     let flp = per_round(Kind::Floor, Kind::Plain);
     let fof = per_round(Kind::First, Kind::Floor);
+    let fope = per_round(Kind::First, Kind::Peer);
+    let pop = per_round(Kind::Peer, Kind::Plain);
     let rof = per_round(Kind::Replay, Kind::First);
     let dop = per_round(Kind::Dup, Kind::Plain);
 
@@ -345,6 +355,13 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
     report
         .rows
         .push(row(Kind::First, Kind::Floor, first_over_floor, &fof));
+    // What fencing, the gateway record and the outbox cost over what most teams ship.
+    report
+        .rows
+        .push(row(Kind::Peer, Kind::Plain, peer_over_plain, &pop));
+    report
+        .rows
+        .push(row(Kind::First, Kind::Peer, first_over_peer, &fope));
     report.rows.push(
         row(Kind::Replay, Kind::First, replay_over_first, &rof)
             .target("< 1", replay_over_first < 1.0),
@@ -374,9 +391,12 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
         .rows
         .push(single_row(Kind::First, Kind::Plain).target("≤ 2.5", first_over_plain_single <= 2.5));
     report.rows.push(single_row(Kind::Floor, Kind::Plain));
+    report.rows.push(single_row(Kind::First, Kind::Peer));
     report.rows.push(single_row(Kind::Replay, Kind::First));
     report.key("server_first_over_plain_ratio", r3(first_over_plain));
     report.key("server_floor_over_plain_ratio", r3(floor_over_plain));
+    report.key("server_first_over_peer_ratio", r3(first_over_peer));
+    report.key("server_peer_over_plain_ratio", r3(peer_over_plain));
     report.key(
         "server_first_over_plain_ratio_single",
         r3(first_over_plain_single),
@@ -389,13 +409,17 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
         format!(
             "server-mock in process, SQLite file (WAL, synchronous=FULL) in a temporary directory under `{}`, \
              **gateway_delay 0** so only the idempotency machinery differs from the baseline. 32 sender users, \
-             one recipient, amount 1. Each round runs the five workloads for {:.1} s each in rotating order \
-             (plain, floor, first, replay, duplicates; reversed and rotated every round), {rounds} rounds at 16 requests \
+             one recipient, amount 1. Each round runs the six workloads for {:.1} s each in rotating order \
+             (plain, floor, peer, first, replay, duplicates; reversed and rotated every round), {rounds} rounds at 16 requests \
              in flight through one keep-alive reqwest client, then the same at 1 in flight. First = fresh key; \
              replay = a key that completed earlier, same body; duplicates = {DUP_COPIES} concurrent copies of a \
              fresh key (statuses seen: {dup_statuses}); floor = `POST /v1/bench/floor`, the least a first \
              request honouring the contract does (claim, gateway record, then the sender's balance read and \
-             completion + debit + outbox event, each one statement; the relay delivers the event as for a transfer). Ratios are cost ratios: baseline req/s ÷ subject req/s, \
+             completion + debit + outbox event, each one statement; the relay delivers the event as for a transfer); \
+             peer = `POST /v1/bench/peer`, what a team would ship instead: a Powertools-style layer on the same \
+             database (a conditional insert of an in-progress record, committed like the claim; the handler's \
+             balance read, debit and inline credit, FULL; the record updated to completed with the response, \
+             FULL; no fence, no gateway record, no outbox: `server-mock/src/store/sqlite_peer.rs`). Ratios are cost ratios: baseline req/s ÷ subject req/s, \
              per round and over the medians. The plain endpoint does the same auth, parsing and recipient check \
              and one INSERT on the same writer connection.",
             dir.display(),

@@ -147,6 +147,18 @@ CREATE TABLE IF NOT EXISTS bench_plain (
     note          TEXT,
     created_at_ms INTEGER NOT NULL
 );
+
+-- Benchmark peer: the record table of a Powertools-style idempotency layer (store/sqlite_peer.rs).
+CREATE TABLE IF NOT EXISTS bench_peer_keys (
+    user_id               TEXT NOT NULL,
+    idem_key              TEXT NOT NULL,
+    status                TEXT NOT NULL,
+    payload_hash          BLOB NOT NULL,
+    expiry_ms             INTEGER NOT NULL,
+    in_progress_expiry_ms INTEGER NOT NULL,
+    response              BLOB,
+    PRIMARY KEY (user_id, idem_key)
+) WITHOUT ROWID;
 "#;
 
 /// Creates every table of server-mock (idempotent) and runs the migrations; the key table is

@@ -72,16 +72,22 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
     let (senders, to) = users(&base[0]).await;
     let _warm = timed_load(None, &base, &senders, &to, Kind::First, 16, secs / 2.0).await;
     let pg = connect(&db).await;
-    let (mut worst, mut worst_floor, mut worst_over_floor): (f64, f64, f64) = (0.0, 0.0, 0.0);
+    let (mut worst, mut worst_floor, mut worst_over_floor, mut worst_over_peer) =
+        (0.0_f64, 0.0_f64, 0.0_f64, 0.0_f64);
     let mut details = serde_json::Map::new();
     for in_flight in [16, 64] {
         // Alternating rounds, so drift (autovacuum, cache) hits every side alike.
-        let (mut first, mut floor, mut plain) =
-            (Rounds::default(), Rounds::default(), Rounds::default());
+        let (mut first, mut floor, mut plain, mut peer) = (
+            Rounds::default(),
+            Rounds::default(),
+            Rounds::default(),
+            Rounds::default(),
+        );
         let mut batches = [0; 8];
         let load = |kind| timed_load(Some(&pg), &base, &senders, &to, kind, in_flight, secs);
         for round in 0..ROUNDS {
             plain.push(load(Kind::Plain).await);
+            peer.push(load(Kind::Peer).await);
             // Floor and first swap places every round: neither always runs on the state
             // the other leaves (dead rows, autovacuum, a warm cache).
             if round % 2 == 1 {
@@ -97,7 +103,7 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
                 floor.push(load(Kind::Floor).await);
             }
         }
-        let (f, fl, p) = (first.p50(), floor.p50(), plain.p50());
+        let (f, fl, p, pe) = (first.p50(), floor.p50(), plain.p50(), peer.p50());
         let (ratio, floor_ratio) = (p / f, p / fl);
         // The same round's sides: what other load on the machine did to all of them.
         let over_plain = |side: &Rounds| -> Vec<f64> {
@@ -109,13 +115,21 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
                 .collect()
         };
         let (per_round, floor_round) = (over_plain(&first), over_plain(&floor));
+        let first_over_peer: Vec<f64> = peer
+            .rps
+            .iter()
+            .zip(&first.rps)
+            .map(|(p, f)| p / f)
+            .collect();
         worst = worst.max(ratio);
         worst_floor = worst_floor.max(floor_ratio);
         worst_over_floor = worst_over_floor.max(ratio / floor_ratio);
+        worst_over_peer = worst_over_peer.max(pe / f);
         let batch_sizes = batch_sizes_between([0; 8], batches);
         details.insert(
             format!("in_flight_{in_flight}"),
-            json!({"first_rps": r3(f), "floor_rps": r3(fl), "plain_rps": r3(p),
+            json!({"first_rps": r3(f), "floor_rps": r3(fl), "plain_rps": r3(p), "peer_rps": r3(pe),
+                   "first_over_peer": r3(pe / f),
                    "first_over_plain": r3(ratio), "floor_over_plain": r3(floor_ratio),
                    "per_round": per_round.iter().map(|r| r3(*r)).collect::<Vec<_>>(),
                    "floor_per_round": floor_round.iter().map(|r| r3(*r)).collect::<Vec<_>>(),
@@ -159,6 +173,15 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
             .baseline(format!("floor {floor_ratio:.2} × plain"))
             .ratio(format!("{:.2} × the floor", ratio / floor_ratio)),
         );
+        // What fencing, the gateway record and the outbox cost over what most teams ship.
+        report.rows.push(cost_row(
+            format!(
+                "first request vs the peer (a Powertools-style layer: in-progress record, \
+                 handler, completion), {in_flight} in flight"
+            ),
+            (f, pe),
+            &first_over_peer,
+        ));
         report.rows.push(
             Row::new(
                 "9",
@@ -174,6 +197,7 @@ pub(super) async fn first_vs_plain(report: &mut Report, url: &str, secs: f64) {
     report.key("pg_first_over_plain_ratio", r3(worst));
     report.key("pg_floor_over_plain_ratio", r3(worst_floor));
     report.key("pg_first_over_floor_ratio", r3(worst_over_floor));
+    report.key("pg_first_over_peer_ratio", r3(worst_over_peer));
     report.key("pg_first_vs_plain", serde_json::Value::Object(details));
     server.shutdown().await;
 }

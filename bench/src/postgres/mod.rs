@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use server_mock::{RunningServer, ServerConfig};
 
+mod counts;
 mod cpu;
 mod expiry;
 mod first;
@@ -37,6 +38,8 @@ enum Kind {
     First,
     /// The least a first request honouring the contract does (`/v1/bench/floor`).
     Floor,
+    /// What a team would ship instead: a Powertools-style layer (`/v1/bench/peer`).
+    Peer,
     Plain,
 }
 
@@ -154,11 +157,11 @@ async fn closed_loop(
                             )
                             .await
                         }
-                        Kind::Plain | Kind::Floor => {
-                            let path = if kind == Kind::Plain {
-                                "plain"
-                            } else {
-                                "floor"
+                        Kind::Plain | Kind::Floor | Kind::Peer => {
+                            let path = match kind {
+                                Kind::Plain => "plain",
+                                Kind::Floor => "floor",
+                                _ => "peer",
                             };
                             post(
                                 &c,
@@ -267,6 +270,7 @@ pub async fn run(report: &mut Report, quick: bool) {
     let parts = std::env::var("SENDONCE_BENCH_PG_PARTS").unwrap_or_else(|_| "abc".into());
     if parts.contains('a') {
         first::first_vs_plain(report, &url, secs).await;
+        counts::statements_and_wal(report, &url, quick).await;
     }
     if parts.contains('b') {
         instances(report, &url, secs).await;

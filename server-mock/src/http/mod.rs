@@ -4,6 +4,7 @@ mod account;
 pub mod guard;
 mod openapi;
 
+mod bench_api;
 mod test_api;
 mod transfers;
 

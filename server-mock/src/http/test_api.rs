@@ -1,4 +1,5 @@
-//! Test-only endpoints: users, faults, inspection, replay, clock and the bench baseline.
+//! Test-only endpoints: users, faults, inspection, replay, clock, and the bench's
+//! (`bench_api.rs`).
 
 use std::time::Duration;
 
@@ -6,13 +7,13 @@ use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{delete, get, post, put};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 
-use super::{authenticate, json, parse_json, read_body, require_json};
+use super::{json, parse_json, read_body};
 use crate::faults::FaultPatch;
 use crate::store::{self, Stats, UserChange};
 use crate::{reaper, transfer, App};
@@ -42,8 +43,7 @@ pub fn routes() -> Router<App> {
         .route("/v1/test/settle", post(settle))
         .route("/v1/test/clock", post(advance_clock))
         .route("/v1/test/reap", post(reap))
-        .route("/v1/bench/plain", post(bench_plain))
-        .route("/v1/bench/floor", post(bench_floor))
+        .merge(super::bench_api::routes())
 }
 
 /// Test bodies may be empty (all defaults) and need no content type, for curl's sake.
@@ -340,58 +340,4 @@ async fn reap(State(app): State<App>) -> Result<Response, Problem> {
             trimmed: trimmed.total(),
         },
     ))
-}
-
-#[derive(Serialize)]
-struct PlainCreated {
-    id: i64,
-}
-
-/// The baseline for benchmarks: same auth, parsing and validation as a transfer, then one
-/// plain INSERT with no idempotency (same connection, same `synchronous`).
-async fn bench_plain(State(app): State<App>, req: Request) -> Result<Response, Problem> {
-    let row = bench_row(&app, req).await?;
-    let id = app
-        .fixtures
-        .bench_plain(row)
-        .await
-        .map_err(crate::problem::from_db)?;
-    Ok(json(StatusCode::CREATED, &PlainCreated { id }))
-}
-
-/// The floor for benchmarks: same auth, parsing and validation, then the least a first
-/// request honouring the contract does (see `Store::bench_floor`); 404 on a backend
-/// without one.
-async fn bench_floor(State(app): State<App>, req: Request) -> Result<Response, Problem> {
-    let row = bench_row(&app, req).await?;
-    let floor = app.fixtures.bench_floor(row).ok_or_else(|| {
-        Problem::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no bench floor on this backend",
-        )
-    })?;
-    let id = floor.await.map_err(crate::problem::from_db)?;
-    app.relay_wake.notify_one();
-    Ok(json(StatusCode::CREATED, &PlainCreated { id }))
-}
-
-/// A bench request's row: authenticated, parsed and validated like a transfer.
-async fn bench_row(app: &App, req: Request) -> Result<store::PlainRow, Problem> {
-    let (parts, body) = req.into_parts();
-    let headers: &HeaderMap = &parts.headers;
-    let caller = authenticate(app, headers).await?;
-    require_json(headers)?;
-    let bytes = read_body(headers, body).await?;
-    let valid = transfer::validate(app, &caller, &bytes).await?;
-    let now_ms = app.clock.now_ms();
-    Ok(store::PlainRow {
-        user_id: caller.user_id,
-        to_user_id: valid.to_user_id,
-        amount_minor: valid.amount_minor,
-        currency: valid.currency,
-        note: valid.note,
-        now_ms,
-        bucket: sendonce_server::expiry::bucket(now_ms, app.key_window_ms()),
-    })
 }

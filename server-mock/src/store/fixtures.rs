@@ -145,6 +145,12 @@ pub trait Fixtures: Send + Sync {
     fn bench_floor(&self, _row: PlainRow) -> Option<Fut<'_, i64>> {
         None
     }
+    /// Bench peer: a first request through a Powertools-style idempotency layer on the same
+    /// database (in-progress record, handler, completion; no fence, gateway record or outbox);
+    /// `None` where the backend has no such path.
+    fn bench_peer(&self, _row: PlainRow) -> Option<Fut<'_, i64>> {
+        None
+    }
 }
 
 /// Shared handle to a store's fixtures.

@@ -24,6 +24,7 @@ pub mod postgres;
 pub mod sqlite;
 mod sqlite_fixtures;
 mod sqlite_floor;
+mod sqlite_peer;
 
 pub(crate) use fixtures::FloorTransfer;
 pub use fixtures::{Fixtures, NewUser, PlainRow, SharedFixtures, Sms, Stats, UserChange};

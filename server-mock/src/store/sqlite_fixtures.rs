@@ -91,6 +91,10 @@ impl Fixtures for SqliteStore {
             row,
         )))
     }
+
+    fn bench_peer(&self, row: PlainRow) -> Option<Fut<'_, i64>> {
+        Some(Box::pin(super::sqlite_peer::first_request(&self.db, row)))
+    }
 }
 
 fn stats(c: &Connection) -> Result<Stats, DbError> {

@@ -1,5 +1,6 @@
 //! The benchmarks' endpoints (test API): the plain-insert baseline validates like a
-//! transfer, and the contract floor moves real money once per request.
+//! transfer; the contract floor and the peer (a Powertools-style layer) move real money once
+//! per request and never overdraw.
 
 use crate::common::*;
 
@@ -38,13 +39,47 @@ async fn the_bench_floor_moves_money_once_per_request_and_the_relay_credits_it()
 }
 
 #[tokio::test]
+async fn the_bench_peer_moves_money_once_per_request_and_credits_it_inline() {
+    let s = start_default().await;
+    let (a, b) = (s.user("A", 100).await, s.user("B", 0).await);
+    for _ in 0..3 {
+        let r = bench(&s, "peer", &a, transfer_body(&b.id, 10)).await;
+        assert_eq!(r.status, 201, "{:?}", r.json());
+    }
+    // No outbox: the credit is the handler's, before the answer.
+    assert_eq!((s.balance(&a).await, s.balance(&b).await), (70, 30));
+    let ledger = s.ledger().await;
+    let debits = ledger.iter().filter(|e| e["kind"] == "debit").count();
+    assert_eq!(
+        debits, 3,
+        "one debit per peer request, each under its own key"
+    );
+    let r = bench(&s, "peer", &a, transfer_body(&b.id, 71)).await;
+    assert_ne!(
+        r.status, 201,
+        "a balance that does not cover it moves nothing"
+    );
+    assert_eq!(s.balance(&a).await, 70);
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn the_bench_floor_never_overdraws_under_concurrent_requests() {
+    never_overdraws("floor").await;
+}
+
+#[tokio::test]
+async fn the_bench_peer_never_overdraws_under_concurrent_requests() {
+    never_overdraws("peer").await;
+}
+
+async fn never_overdraws(path: &str) {
     let s = start_default().await;
     let (a, b) = (s.user("A", 100).await, s.user("B", 0).await);
     // 16 requests of 30 at once against a balance of 100: at most three can move money.
     let mut requests = tokio::task::JoinSet::new();
     for _ in 0..16 {
-        let (client, url) = (s.client.clone(), format!("{}/v1/bench/floor", s.url));
+        let (client, url) = (s.client.clone(), format!("{}/v1/bench/{path}", s.url));
         let (token, body) = (a.token.clone(), transfer_body(&b.id, 30));
         requests.spawn(async move {
             let sent = client.post(url).bearer_auth(token).body(body);

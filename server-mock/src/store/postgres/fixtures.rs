@@ -1,6 +1,6 @@
 //! server-mock's test API and bench endpoints on PostgreSQL ([`Fixtures`]).
 
-use super::{accounts, floor, in_transaction, PgStore};
+use super::{accounts, floor, in_transaction, peer, PgStore};
 use crate::ledger::EntryJson;
 use crate::store::{Fixtures, Fut, NewUser, PlainRow, Sms, Stats, UserChange};
 
@@ -33,5 +33,9 @@ impl Fixtures for PgStore {
 
     fn bench_floor(&self, row: PlainRow) -> Option<Fut<'_, i64>> {
         Some(Box::pin(floor::first_request(self, row)))
+    }
+
+    fn bench_peer(&self, row: PlainRow) -> Option<Fut<'_, i64>> {
+        Some(Box::pin(peer::first_request(self, row)))
     }
 }

@@ -40,6 +40,7 @@ mod commit;
 mod fixtures;
 mod floor;
 mod keys;
+mod peer;
 mod relay;
 mod retention;
 mod schema;

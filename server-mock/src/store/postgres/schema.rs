@@ -155,6 +155,18 @@ CREATE TABLE IF NOT EXISTS bench_plain (
     note          TEXT,
     created_at_ms BIGINT NOT NULL
 );
+
+-- Benchmark peer: the record table of a Powertools-style idempotency layer (peer.rs).
+CREATE TABLE IF NOT EXISTS bench_peer_keys (
+    user_id               TEXT NOT NULL,
+    idem_key              TEXT NOT NULL,
+    status                TEXT NOT NULL,
+    payload_hash          BYTEA NOT NULL,
+    expiry_ms             BIGINT NOT NULL,
+    in_progress_expiry_ms BIGINT NOT NULL,
+    response              BYTEA,
+    PRIMARY KEY (user_id, idem_key)
+);
 "#;
 
 /// Creates every table (idempotent; safe when several instances start at once).
