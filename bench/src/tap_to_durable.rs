@@ -10,21 +10,6 @@ use sendonce::{Sdk, SdkConfig, TransferRequest};
 use crate::report::{r3, Report, Row};
 use crate::stats::{fmt, spread, summarize, Summary};
 
-/// The SDK's `transfers` table, as in `sdk/src/store.rs` (copied so the baseline writes the same row).
-const TRANSFERS_DDL: &str = "
-CREATE TABLE IF NOT EXISTS transfers (
-    local_id TEXT PRIMARY KEY, idem_key TEXT NOT NULL UNIQUE, to_user_id TEXT NOT NULL,
-    amount_minor INTEGER NOT NULL, currency TEXT NOT NULL, note TEXT, body BLOB NOT NULL,
-    state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, created_at_ms INTEGER NOT NULL,
-    updated_at_ms INTEGER NOT NULL, last_attempt_at_ms INTEGER, next_attempt_at_ms INTEGER,
-    last_error TEXT, server_transfer_id TEXT, reject_code TEXT, reject_detail TEXT,
-    reject_status INTEGER, replayed INTEGER NOT NULL DEFAULT 0, response_body BLOB,
-    elapsed_ms INTEGER NOT NULL DEFAULT 0, contact INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS transfers_due ON transfers(state, next_attempt_at_ms);
-CREATE INDEX IF NOT EXISTS transfers_history ON transfers(created_at_ms, local_id);
-CREATE INDEX IF NOT EXISTS transfers_finished ON transfers(state, updated_at_ms);";
-
 fn request() -> TransferRequest {
     TransferRequest {
         to_user_id: "usr_bench_recipient".into(),
@@ -34,13 +19,30 @@ fn request() -> TransferRequest {
     }
 }
 
+/// The baseline: the SDK's own row written by hand, one statement in autocommit.
 struct Raw {
     conn: Connection,
-    body: Vec<u8>,
+    /// The row's columns the SDK fills from the operation: body, type, method, path, headers.
+    op: (Vec<u8>, String, String, String, String),
 }
 
+/// The SDK's insert, as `sdk/src/store/insert.rs` writes a new row.
+const INSERT: &str =
+    "INSERT INTO transfers (local_id, idem_key, to_user_id, amount_minor, currency, note, body, \
+     state, created_at_ms, updated_at_ms, next_attempt_at_ms, op_type, method, path, headers) \
+     VALUES (?1,?2,?3,?4,?5,?6,?7,'pending',?8,?8,?8,?9,?10,?11,?12)";
+
 impl Raw {
-    fn open(path: &Path) -> Raw {
+    /// A file the SDK made (its schema, indexes and file settings, never a copy that can drift),
+    /// holding one transfer it confirmed, whose operation columns the baseline writes again.
+    async fn open(path: &Path) -> Raw {
+        let config = SdkConfig::builder("http://127.0.0.1:9", path)
+            .build()
+            .expect("config");
+        let sdk = Sdk::open(config).expect("sdk opens");
+        sdk.set_network_available(false).expect("offline");
+        sdk.send_transfer(request()).await.expect("send_transfer");
+        sdk.close();
         let conn = Connection::open(path).expect("open raw db");
         let mode: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
@@ -48,13 +50,25 @@ impl Raw {
         assert!(mode.eq_ignore_ascii_case("wal"));
         conn.execute_batch("PRAGMA synchronous=FULL;")
             .expect("pragmas");
-        conn.execute_batch(TRANSFERS_DDL).expect("schema");
-        let r = request();
-        let body = serde_json::to_vec(&serde_json::json!({
-            "to_user_id": r.to_user_id, "amount_minor": r.amount_minor, "currency": r.currency, "note": r.note,
-        }))
-        .expect("json");
-        Raw { conn, body }
+        // Start from an empty WAL, whatever the SDK's close left (it checkpoints after it
+        // returns): the raw side's own checkpoints then fall at the same inserts every run.
+        while conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .expect("checkpoint")
+            != 0
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let op = conn
+            .query_row(
+                "SELECT body, op_type, method, path, headers FROM transfers",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .expect("the SDK's row");
+        Raw { conn, op }
     }
 
     /// One durable insert; ids are made before the clock starts (the baseline is the write alone).
@@ -65,16 +79,27 @@ impl Raw {
         );
         let r = request();
         let now = 1_700_000_000_000i64;
+        let (body, op_type, method, path, headers) = &self.op;
         let start = Instant::now();
         // One statement in autocommit is one transaction (as the SDK's insert); cached, so the
         // baseline does not pay for parsing either.
         self.conn
-            .prepare_cached(
-                "INSERT INTO transfers (local_id, idem_key, to_user_id, amount_minor, currency, note, body, state, \
-                 created_at_ms, updated_at_ms, next_attempt_at_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,'pending',?8,?8,?8)",
-            )
+            .prepare_cached(INSERT)
             .and_then(|mut s| {
-                s.execute(params![id, key, r.to_user_id, r.amount_minor, r.currency, r.note, self.body, now])
+                s.execute(params![
+                    id,
+                    key,
+                    r.to_user_id,
+                    r.amount_minor,
+                    r.currency,
+                    r.note,
+                    body,
+                    now,
+                    op_type,
+                    method,
+                    path,
+                    headers
+                ])
             })
             .expect("insert");
         start.elapsed().as_secs_f64()
@@ -86,7 +111,7 @@ pub async fn single(side: &str, n: usize, dir: &Path) {
     let tmp = tempfile::tempdir_in(dir).expect("tempdir");
     let start = Instant::now();
     if side == "raw" {
-        let raw = Raw::open(&tmp.path().join("raw.db"));
+        let raw = Raw::open(&tmp.path().join("raw.db")).await;
         for _ in 0..n {
             raw.insert();
         }
@@ -126,7 +151,7 @@ async fn pairs(dir: &Path, rounds: usize, per_round: usize) -> Pairs {
     let sdk = Sdk::open(config).expect("sdk opens");
     // Nothing is sent: the sender stays idle, so only the confirm path is timed.
     sdk.set_network_available(false).expect("offline");
-    let raw = Raw::open(&tmp.path().join("raw.db"));
+    let raw = Raw::open(&tmp.path().join("raw.db")).await;
 
     let sdk_once = || async {
         let start = Instant::now();
@@ -296,7 +321,8 @@ pub async fn run(
              bench's runtime with the network marked unavailable so the sender stays idle; it validates, mints the key and \
              local id, serialises the body and commits the `transfers` row (one cached statement, WAL/synchronous=FULL) \
              on the SDK's store thread, fed by a channel, which answers the caller before it publishes. Baseline: the same \
-             `transfers` row (same DDL with the SDK's indexes, same body bytes) inserted with one cached statement in \
+             `transfers` row (in a file the SDK made, so its schema, indexes and file settings; the body, operation \
+             type, method, path and headers read back from a transfer the SDK confirmed there) inserted with one cached statement in \
              autocommit (one transaction) by rusqlite on a WAL/synchronous=FULL connection, ids made outside the timed \
              region; SQLite's own auto-checkpoint (the SDK checkpoints between commits instead). \
              Overhead at p50: {} ms.",

@@ -38,7 +38,9 @@ pub(crate) struct Core {
     pub clock: Arc<dyn Clock>,
     pub wake: Notify,
     pub send_slots: Semaphore,
-    pub events: broadcast::Sender<Transfer>,
+    /// Every persisted state change, shared: each subscriber's receive clones a pointer, not
+    /// the transfer's strings.
+    pub events: broadcast::Sender<Arc<Transfer>>,
     pub changes: watch::Sender<u64>,
     base_transport: Arc<dyn Transport>,
     transport: RwLock<ActiveTransport>,
@@ -143,7 +145,7 @@ impl Core {
             next_attempt_at_ms = transfer.next_attempt_at_ms,
             "transfer state"
         );
-        let _ = self.events.send(transfer);
+        let _ = self.events.send(Arc::new(transfer));
         self.changes.send_modify(|n| *n += 1);
     }
 

@@ -56,14 +56,74 @@ impl TransferRequest {
     }
 
     /// The exact body bytes sent with every attempt under one key.
+    ///
+    /// The wire format of every release so far: a JSON object with its keys in sorted order
+    /// (what a `serde_json::Value` map printed), written from a borrowed struct so a
+    /// confirmation builds no map (tested byte for byte against the map below).
     pub(crate) fn body_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(&serde_json::json!({
-            "to_user_id": self.to_user_id,
-            "amount_minor": self.amount_minor,
-            "currency": self.currency,
-            "note": self.note,
-        }))
+        /// Fields in sorted order: the bytes of earlier releases.
+        #[derive(serde::Serialize)]
+        struct Wire<'a> {
+            amount_minor: i64,
+            currency: &'a str,
+            note: Option<&'a str>,
+            to_user_id: &'a str,
+        }
+        serde_json::to_vec(&Wire {
+            amount_minor: self.amount_minor,
+            currency: &self.currency,
+            note: self.note.as_deref(),
+            to_user_id: &self.to_user_id,
+        })
         .expect("a JSON object of strings and integers always serialises")
+    }
+}
+
+#[cfg(test)]
+mod wire_tests {
+    use super::TransferRequest;
+
+    /// The bytes earlier releases sent (and committed for transfers still in flight): a map.
+    fn as_a_map(r: &TransferRequest) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "to_user_id": r.to_user_id,
+            "amount_minor": r.amount_minor,
+            "currency": r.currency,
+            "note": r.note,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_body_is_byte_for_byte_the_map_earlier_releases_sent() {
+        let notes = [
+            None,
+            Some(""),
+            Some("rent"),
+            Some("quote \" backslash \\ tab-free ünïcødé 🚆 </script>"),
+            Some("\u{2028}\u{2029}"),
+        ];
+        for note in notes {
+            for amount in [1, 50_000, super::MAX_AMOUNT_MINOR] {
+                let r = TransferRequest {
+                    to_user_id: "usr_\"odd\"".into(),
+                    amount_minor: amount,
+                    currency: "BDT".into(),
+                    note: note.map(str::to_string),
+                };
+                assert_eq!(r.body_bytes(), as_a_map(&r), "{r:?}");
+            }
+        }
+        let r = TransferRequest {
+            to_user_id: "usr_b".into(),
+            amount_minor: 1250,
+            currency: "EUR".into(),
+            note: None,
+        };
+        assert_eq!(
+            String::from_utf8(r.body_bytes()).unwrap(),
+            r#"{"amount_minor":1250,"currency":"EUR","note":null,"to_user_id":"usr_b"}"#
+        );
     }
 }
 
