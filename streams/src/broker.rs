@@ -143,13 +143,16 @@ impl Broker {
                     return Ok(())
                 }
                 // A member killed a moment ago; or a broker just restarted, its group coordinator
-                // not elected or not loaded yet: all pass.
+                // not elected or not loaded yet; or the broker still down, restarting (a ride's
+                // mid-ride replay can fall on a broker crash when the machine is slow): all pass.
                 Some(Err((
                     _,
                     RDKafkaErrorCode::NonEmptyGroup
                     | RDKafkaErrorCode::NotCoordinator
                     | RDKafkaErrorCode::CoordinatorLoadInProgress
-                    | RDKafkaErrorCode::CoordinatorNotAvailable,
+                    | RDKafkaErrorCode::CoordinatorNotAvailable
+                    | RDKafkaErrorCode::BrokerTransportFailure
+                    | RDKafkaErrorCode::AllBrokersDown,
                 ))) if std::time::Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(250));
                 }
