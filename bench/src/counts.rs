@@ -4,7 +4,7 @@
 //!
 //! Figure 1: a confirmation (`child tap sdk`: every thread of the SDK, the store thread's
 //! commit included) against the raw insert + commit (`child tap raw`). Figure 3: the server
-//! alone (`child serve`, server-mock in a process of its own, driven over loopback by this
+//! alone (`child server`, server-mock in a process of its own as figure 7 runs it, driven over loopback by this
 //! process, which callgrind does not see), one request at a time, the relay's delivery
 //! included (the run settles before it ends), for the first request, the contract's floor,
 //! the peer and the plain insert.
@@ -12,10 +12,9 @@
 //! Instructions are the CPU's work, not its waits (fsync, wake-ups): the timed ratios stay
 //! what users feel; these are what a change of code moves and a neighbour's build does not.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use crate::report::{r3, Report, Row};
 use crate::server;
@@ -152,7 +151,7 @@ pub fn server(report: &mut Report, dir: &Path, quick: bool) {
         let count = per_op(small, large, tries, |n| {
             let db = dir.join(format!("count-{kind}-{n}.db"));
             let db_arg = db.display().to_string();
-            let counted = instructions(&out, &["serve", &db_arg], |o, stdin| {
+            let counted = instructions(&out, &["server", &db_arg], |o, stdin| {
                 let mut url = String::new();
                 o.read_line(&mut url).expect("the child's URL");
                 rt.block_on(drive(url.trim(), path, n));
@@ -199,7 +198,7 @@ pub fn server(report: &mut Report, dir: &Path, quick: bool) {
     report.note(
         "3 instructions",
         format!(
-            "callgrind on server-mock alone (`sendonce-bench child serve DB`: the bench's \
+            "callgrind on server-mock alone (`sendonce-bench child server DB`: the bench's \
              configuration, SQLite file in `{}`), driven over loopback by the bench process: 4 users, \
              then N requests one at a time and `POST /v1/test/settle` (the relay's delivery is part \
              of a request's cost), N = {small} and {large}, the least of {tries} runs each; per request = the difference ÷ {}.",
@@ -207,27 +206,6 @@ pub fn server(report: &mut Report, dir: &Path, quick: bool) {
             large - small
         ),
     );
-}
-
-/// The child's side of [`server`]: server-mock on `db`, its URL on stdout, until stdin closes.
-pub fn child_serve(db: &str) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
-        let srv = server::start(db, Duration::ZERO).await;
-        println!("{}", srv.base_url());
-        std::io::stdout().flush().expect("stdout");
-        // Until the bench closes our stdin.
-        tokio::task::spawn_blocking(|| {
-            let _ = std::io::stdin().lines().count();
-        })
-        .await
-        .expect("stdin");
-        srv.shutdown().await;
-    });
 }
 
 /// `n` requests to `path`, one at a time, from 4 users; then the relay settles.

@@ -77,7 +77,6 @@ fn main() {
                 memory::child_sdk(std::path::Path::new(dir), n.parse().unwrap_or(0))
             }
             (Some("server"), Some(db), _) => memory::child_server(db),
-            (Some("serve"), Some(db), _) => counts::child_serve(db),
             (Some("cold-open"), Some(side), Some(db)) => cold_open::child(side, Path::new(db)),
             (Some("year-rss"), Some(db), Some(n)) => {
                 cold_open::child_year(Path::new(db), n.parse().unwrap_or(10_000))
