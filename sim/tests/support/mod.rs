@@ -91,18 +91,33 @@ pub fn crash_after(
     let started = std::time::Instant::now();
     std::thread::spawn(move || {
         std::thread::sleep(after);
-        let path = format!("{}/../scripts/{script}", env!("CARGO_MANIFEST_DIR"));
-        let out = Command::new(&path)
-            .arg("crash")
-            .output()
-            .expect("the crash script runs");
-        assert!(
-            out.status.success(),
-            "scripts/{script} crash: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_script(script, "crash");
         started.elapsed()
     })
+}
+
+/// Runs `scripts/<script> <command>`, panicking with its stderr if it fails.
+fn run_script(script: &str, command: &str) {
+    let path = format!("{}/../scripts/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(&path)
+        .arg(command)
+        .output()
+        .unwrap_or_else(|e| panic!("scripts/{script} runs: {e}"));
+    assert!(
+        out.status.success(),
+        "scripts/{script} {command}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The last `lines` lines of the cluster's log (`SENDONCE_PG_DIR/postgres.log`), if there is one.
+fn pg_log_tail(lines: usize) -> String {
+    let Ok(dir) = std::env::var("SENDONCE_PG_DIR") else {
+        return "(SENDONCE_PG_DIR not set)".into();
+    };
+    let log = std::fs::read_to_string(format!("{dir}/postgres.log")).unwrap_or_default();
+    let all: Vec<&str> = log.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 /// The ride delivered credits downstream (its "one credit and one SMS per debit" verdict counts some).
@@ -127,6 +142,9 @@ pub fn assert_credits_delivered(report: &Value) {
 /// `scripts/pg crash` two seconds in, on `seed`, with `extra` arguments. Panics if the ride ended
 /// before the crash (it would prove nothing). Needs the cluster's `SENDONCE_PG_DIR` for the crash.
 pub fn pg_crash_ride(db: &str, seed: &str, extra: &[&str]) -> Ride {
+    // The crash's recovery replays the ride's WAL, not what the suites before it wrote
+    // (after them, recovery on a loaded machine outran the ride's settle phase).
+    run_script("pg", "checkpoint");
     let started = std::time::Instant::now();
     let crash = crash_after("pg", std::time::Duration::from_secs(2));
     let args = [
@@ -140,7 +158,8 @@ pub fn pg_crash_ride(db: &str, seed: &str, extra: &[&str]) -> Ride {
             "--users",
             "8",
             "--transfers",
-            "12",
+            // Enough that the ride outlasts the crash (2 s in, back ~0.6 s later) with margin.
+            "24",
             "--seed",
             seed,
         ][..],
@@ -150,6 +169,11 @@ pub fn pg_crash_ride(db: &str, seed: &str, extra: &[&str]) -> Ride {
     let ride = ride(&args);
     let ride_took = started.elapsed();
     let crashed_at = crash.join().expect("the crash thread");
+    eprintln!("PostgreSQL back after {crashed_at:?}; the ride took {ride_took:?}");
+    if ride.code != 0 {
+        // What the cluster did around the crash: the test-all logs go with a CI clone.
+        eprintln!("the cluster's log ends:\n{}", pg_log_tail(60));
+    }
     assert!(
         crashed_at < ride_took,
         "the ride ended ({ride_took:?}) before PostgreSQL crashed ({crashed_at:?}): it proves nothing: {:#}",
