@@ -72,8 +72,13 @@ impl TransferRecord {
     }
 }
 
-const DEBIT_COLUMNS: &str =
-    "transfer_id, user_id, counterparty, amount_minor, currency, note, created_at_ms, idem_key";
+/// The columns [`TransferRecord::from_debit_row`] reads, as a literal: each query's text is
+/// then a `concat!` constant, not a string formatted on every call.
+macro_rules! debit_columns {
+    () => {
+        "transfer_id, user_id, counterparty, amount_minor, currency, note, created_at_ms, idem_key"
+    };
+}
 
 /// Balance of a user: the sum of their ledger, read from the `balances` row that the
 /// ledger triggers keep equal to that sum (same transaction as every entry).
@@ -83,6 +88,54 @@ pub fn balance(conn: &Connection, user_id: &str) -> Result<i64, DbError> {
         .query_row(params![user_id], |r| r.get(0))
         .optional()?
         .unwrap_or(0))
+}
+
+/// What the money transaction reads before it decides, in one statement: the debit already
+/// made under (`user`, `key`) if any (with its request fingerprint), the sender's balance
+/// and the recipient's.
+pub struct MoneyReads {
+    /// The debit of this key and its request hash: money already moved.
+    pub debit: Option<(TransferRecord, Vec<u8>)>,
+    /// The sender's balance.
+    pub balance: i64,
+    /// The recipient's balance.
+    pub recipient_balance: i64,
+}
+
+/// Reads [`MoneyReads`] for a transfer from `user` to `recipient` under `key`.
+pub fn money_reads(
+    conn: &Connection,
+    user: &str,
+    key: &str,
+    recipient: &str,
+) -> Result<MoneyReads, DbError> {
+    // One row always: the balances are point reads in subqueries, the debit a LEFT JOIN
+    // (its columns NULL when there is none).
+    Ok(conn
+        .prepare_cached(concat!(
+            "SELECT ",
+            debit_columns!(),
+            ", request_hash,
+                    COALESCE((SELECT balance_minor FROM balances WHERE user_id = ?1), 0) AS balance,
+                    COALESCE((SELECT balance_minor FROM balances WHERE user_id = ?3), 0) AS recipient
+             FROM (SELECT 1) LEFT JOIN ledger
+               ON kind = 'debit' AND user_id = ?1 AND idem_key = ?2"
+        ))?
+        .query_row(params![user, key, recipient], |r| {
+            // `user_id` is NOT NULL in the ledger: NULL here means no debit joined.
+            let debit = match r.get_ref(1)? {
+                rusqlite::types::ValueRef::Null => None,
+                _ => Some((
+                    TransferRecord::from_debit_row(r)?,
+                    r.get::<_, Option<Vec<u8>>>(8)?.unwrap_or_default(),
+                )),
+            };
+            Ok(MoneyReads {
+                debit,
+                balance: r.get(9)?,
+                recipient_balance: r.get(10)?,
+            })
+        })?)
 }
 
 /// Balance of a user summed over their whole ledger (the definition; for checks).
@@ -189,8 +242,10 @@ pub fn debit_by_key(
     key: &str,
 ) -> Result<Option<(TransferRecord, Vec<u8>)>, DbError> {
     Ok(conn
-        .prepare_cached(&format!(
-            "SELECT {DEBIT_COLUMNS}, request_hash FROM ledger
+        .prepare_cached(concat!(
+            "SELECT ",
+            debit_columns!(),
+            ", request_hash FROM ledger
              WHERE kind = 'debit' AND user_id = ?1 AND idem_key = ?2"
         ))?
         .query_row(params![user_id, key], |r| {
@@ -210,8 +265,10 @@ pub fn debit_by_transfer(
     transfer_id: &str,
 ) -> Result<Option<TransferRecord>, DbError> {
     Ok(conn
-        .prepare_cached(&format!(
-            "SELECT {DEBIT_COLUMNS} FROM ledger
+        .prepare_cached(concat!(
+            "SELECT ",
+            debit_columns!(),
+            " FROM ledger
              WHERE kind = 'debit' AND user_id = ?1 AND transfer_id = ?2"
         ))?
         .query_row(

@@ -328,6 +328,27 @@ mod tests {
             );
         }
         assert_eq!(ledger::balance(&c, "u1").unwrap(), 70);
+        // The money transaction's one read: the debit of the key (or none), and both sides'
+        // balances, in either order, for a user with no balance row, and to oneself.
+        let reads = ledger::money_reads(&c, "u1", "k", "u2").unwrap();
+        let (debit, hash) = reads.debit.expect("u1's debit under k");
+        assert_eq!(
+            (debit.transfer_id.as_str(), hash.as_slice()),
+            ("tr_1", &b"h"[..])
+        );
+        assert_eq!((debit.amount_minor, debit.to_user_id.as_str()), (30, "u2"));
+        for (a, key, b, want) in [
+            ("u1", "k", "u2", (70, 80)),
+            ("u2", "k", "u1", (80, 70)),
+            ("u1", "other", "nobody", (70, 0)),
+            ("nobody", "k", "u2", (0, 80)),
+            ("u1", "other", "u1", (70, 70)),
+        ] {
+            let reads = ledger::money_reads(&c, a, key, b).unwrap();
+            let got = (reads.balance, reads.recipient_balance);
+            assert_eq!(got, want, "{a}, {b}");
+            assert_eq!(reads.debit.is_some(), (a, key) == ("u1", "k"), "{a}, {key}");
+        }
         c.execute(
             "UPDATE ledger SET amount_minor = 40 WHERE kind = 'credit'",
             [],

@@ -269,10 +269,13 @@ pub fn record_from_body(
 
 /// Phase 3 in one transaction (`db::atomically`: the group job's, all or nothing).
 ///
-/// First the fence: the key row must still be `IN_PROGRESS` under `lock_id`. A request
-/// that lost its lock (the reaper released it, expiry removed it, the reaper finished it,
-/// another request claimed it since) moves nothing and answers 409 with `Retry-After`:
-/// whoever holds the key now decides, and the retry gets that answer.
+/// The fence is the key row's own conditional write, the first write of every branch: the
+/// completion (or release) applies only while the row is still `IN_PROGRESS` under
+/// `lock_id`. A request that lost its lock (the reaper released it, expiry removed it, the
+/// reaper finished it, another request claimed it since) writes nothing else, moves nothing
+/// and answers 409 with `Retry-After`: whoever holds the key now decides, and the retry gets
+/// that answer. (A separate read of the row first would cost a statement per request and
+/// decide nothing the write does not.)
 ///
 /// The gateway's authorisation ends with the key's outcome: the debit captures it; every
 /// other outcome written here — and a fence that finds the key decided by another — voids
@@ -306,54 +309,81 @@ fn commit_in(
         record.idempotency_key.as_str(),
     );
     let now = record.created_at_ms;
-    if rules.fenced && !keys::holds(tx, user, key, lock_id)? {
-        tracing::warn!(key, "lock lost before the debit: nothing moved");
-        // Asleep in the gateway past its lease, this request may have written the key's
-        // authorisation after the key got its outcome (a look-up's 404, a retry's 402):
-        // nobody will capture it then.
-        gateway::settle(tx, user, key, now, Settle::IfDecided)?;
-        return Ok(Problem::key_in_use().into());
-    }
-    if let Some((existing, stored_hash)) = ledger::debit_by_key(tx, user, key)? {
+    // Whether the key's conditional write found our lock (a test-only unfenced build
+    // goes on without it).
+    let held = |wrote: bool| wrote || !rules.fenced;
+    let reads = ledger::money_reads(tx, user, key, &record.to_user_id)?;
+    if let Some((existing, stored_hash)) = reads.debit {
         // The last guard: money already moved for this key (the key row expired or was
         // reaped while an earlier attempt was still running). Answer from the ledger.
-        let answer = if stored_hash == hash {
+        let (wrote, answer) = if stored_hash == hash {
             let body = existing.to_json();
-            keys::complete(tx, user, key, lock_id, 201, &body)?;
-            Answer::replay(201, body)
+            let wrote = keys::complete(tx, user, key, lock_id, 201, &body)?;
+            (wrote, Answer::replay(201, body))
         } else {
-            keys::release(tx, user, key, lock_id)?;
-            Problem::key_reused().into()
+            let wrote = keys::release(tx, user, key, lock_id)?;
+            (wrote, Problem::key_reused().into())
         };
+        if !held(wrote) {
+            return lock_lost(tx, user, key, now);
+        }
         gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
         return Ok(answer);
     }
-    let balance = ledger::balance(tx, user)?;
-    if balance < record.amount_minor {
-        let problem = insufficient_funds(balance, record.amount_minor);
-        keys::complete(tx, user, key, lock_id, 402, &problem.body_bytes())?;
-        gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
-        return Ok(problem.into());
-    }
-    let recipient = ledger::balance(tx, &record.to_user_id)?;
-    if recipient_full(recipient, record.amount_minor, rules.max_balance) {
-        let problem = recipient_balance_limit();
-        keys::complete(tx, user, key, lock_id, 422, &problem.body_bytes())?;
+    let (balance, recipient) = (reads.balance, reads.recipient_balance);
+    let refusal = if balance < record.amount_minor {
+        Some(insufficient_funds(balance, record.amount_minor))
+    } else if recipient_full(recipient, record.amount_minor, rules.max_balance) {
+        Some(recipient_balance_limit())
+    } else {
+        None
+    };
+    if let Some(problem) = refusal {
+        let status = problem.status.as_u16();
+        if !held(keys::complete(
+            tx,
+            user,
+            key,
+            lock_id,
+            status,
+            &problem.body_bytes(),
+        )?) {
+            return lock_lost(tx, user, key, now);
+        }
         gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
         return Ok(problem.into());
     }
     if rules.authorised == Authorised::No {
         // Money arrived since the pre-check: no debit without the gateway. The retry runs
         // the whole path.
-        keys::release(tx, user, key, lock_id)?;
+        if !held(keys::release(tx, user, key, lock_id)?) {
+            return lock_lost(tx, user, key, now);
+        }
         return Ok(Problem::key_in_use().into());
+    }
+    let body = record.to_json();
+    if !held(keys::complete(tx, user, key, lock_id, 201, &body)?) {
+        return lock_lost(tx, user, key, now);
     }
     ledger::insert_debit(tx, record, hash)?;
     gateway::capture(tx, user, key, now)?;
-    let body = record.to_json();
     crate::outbox::insert_transfer_done(tx, record, &body)?;
-    keys::complete(tx, user, key, lock_id, 201, &body)?;
     Ok(Answer::committed(body))
+}
+
+/// The fence found the key no longer ours: nothing written, a retryable 409.
+fn lock_lost(
+    tx: &rusqlite::Connection,
+    user: &str,
+    key: &str,
+    now: i64,
+) -> Result<Answer, DbError> {
+    tracing::warn!(key, "lock lost before the debit: nothing moved");
+    // Asleep in the gateway past its lease, this request may have written the key's
+    // authorisation after the key got its outcome (a look-up's 404, a retry's 402):
+    // nobody will capture it then.
+    gateway::settle(tx, user, key, now, Settle::IfDecided)?;
+    Ok(Problem::key_in_use().into())
 }
 
 /// The stored 402 of a transfer the balance does not cover.

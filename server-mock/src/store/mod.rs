@@ -124,7 +124,7 @@ pub trait Store: Send + Sync {
     fn key_row(&self, user_id: String, key: String) -> Fut<'_, Option<KeyRow>>;
     /// Phase 0's read and validation's look-up in one visit: the key row for (user, key),
     /// and the wallet currency of `recipient` (`None`: no such user, or none asked for).
-    /// By default two reads at once; a store that reads both in one statement says so.
+    /// By default two reads at once; a store that reads both in one visit says so.
     fn key_row_and_currency(
         &self,
         user_id: String,

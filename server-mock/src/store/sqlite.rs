@@ -70,13 +70,7 @@ impl Store for SqliteStore {
     }
 
     fn user_currency(&self, user_id: String) -> Fut<'_, Option<String>> {
-        Box::pin(self.db.read(move |c| {
-            Ok(
-                c.prepare_cached("SELECT currency FROM users WHERE user_id = ?1")?
-                    .query_row(params![user_id], |r| r.get(0))
-                    .optional()?,
-            )
-        }))
+        Box::pin(self.db.read(move |c| currency_of(c, &user_id)))
     }
 
     fn balance(&self, user_id: String) -> Fut<'_, i64> {
@@ -134,7 +128,29 @@ impl Store for SqliteStore {
         Box::pin(self.db.read(move |c| keys::read(c, &user_id, &key)))
     }
 
+    fn key_row_and_currency(
+        &self,
+        user_id: String,
+        key: String,
+        recipient: Option<String>,
+    ) -> Fut<'_, (Option<KeyRow>, Option<String>)> {
+        // One visit to the one reader connection: two visits would only queue on its lock,
+        // each paying a blocking task's hand-off.
+        Box::pin(self.db.read(move |c| {
+            let row = keys::read(c, &user_id, &key)?;
+            let currency = match recipient {
+                Some(r) => currency_of(c, &r)?,
+                None => None,
+            };
+            Ok((row, currency))
+        }))
+    }
+
     fn claim(&self, k: NewClaim) -> Fut<'_, Claim> {
+        Box::pin(async move { Ok(self.claim_with_balance(k).await?.0) })
+    }
+
+    fn claim_with_balance(&self, k: NewClaim) -> Fut<'_, (Claim, i64)> {
         let instance = self.instance.clone();
         // The claim commits with synchronous=NORMAL (group commit, no fsync of its own).
         // Safe because a claim moves no money: it only has to be durable before money
@@ -144,8 +160,10 @@ impl Store for SqliteStore {
         // client's retry claims again and repeats the gateway step, which is idempotent on
         // the key (same authorisation, no second charge). Any answer given meanwhile from
         // this row is 409 / 422, never a 201: completed rows are only written by FULL commits.
+        // The pre-check's balance is read in the same job (one point read on the writer
+        // costs less than a visit to the reader connection beside it).
         Box::pin(self.db.write(Durability::Normal, move |c| {
-            keys::claim(
+            let claimed = keys::claim(
                 c,
                 &NewKey {
                     user_id: &k.user_id,
@@ -161,7 +179,11 @@ impl Store for SqliteStore {
                     now_ms: k.now_ms,
                     bucket_width_ms: k.bucket_width_ms,
                 },
-            )
+            )?;
+            Ok(match claimed {
+                Claim::Acquired => (Claim::Acquired, ledger::balance(c, &k.user_id)?),
+                taken => (taken, 0),
+            })
         }))
     }
 
@@ -328,4 +350,13 @@ fn lookup(c: &Connection, user: &str, key: &str) -> Result<Lookup, DbError> {
         return Ok(Ok(record));
     }
     Ok(Err(keys::read(c, user, key)?))
+}
+
+/// A user's wallet currency (`None`: no such user).
+fn currency_of(c: &Connection, user_id: &str) -> Result<Option<String>, DbError> {
+    Ok(
+        c.prepare_cached("SELECT currency FROM users WHERE user_id = ?1")?
+            .query_row(params![user_id], |r| r.get(0))
+            .optional()?,
+    )
 }

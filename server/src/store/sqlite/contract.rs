@@ -97,7 +97,7 @@ impl Keys for SqliteKeys {
     fn release<'a>(&'a self, fence: &'a Fence) -> Fut<'a, ()> {
         let f = fence.clone();
         Box::pin(self.db.write(Durability::Normal, move |c| {
-            keys::release(c, &f.scope, &f.key, &f.lock_id)
+            keys::release(c, &f.scope, &f.key, &f.lock_id).map(drop)
         }))
     }
 

@@ -132,14 +132,21 @@ pub fn close_unexecuted(
     })
 }
 
-/// Releases (deletes) the row we own, so a retry executes from scratch.
-pub fn release(conn: &Connection, user_id: &str, key: &str, lock_id: &str) -> Result<(), DbError> {
-    conn.prepare_cached(
-        "DELETE FROM idempotency_keys
-         WHERE user_id = ?1 AND idem_key = ?2 AND lock_id = ?3 AND state = 'in_progress'",
-    )?
-    .execute(params![user_id, key, lock_id])?;
-    Ok(())
+/// Releases (deletes) the row we own, so a retry executes from scratch; `false` if it was
+/// no longer ours (a fence for the caller's transaction, like [`complete`]'s).
+pub fn release(
+    conn: &Connection,
+    user_id: &str,
+    key: &str,
+    lock_id: &str,
+) -> Result<bool, DbError> {
+    let n = conn
+        .prepare_cached(
+            "DELETE FROM idempotency_keys
+             WHERE user_id = ?1 AND idem_key = ?2 AND lock_id = ?3 AND state = 'in_progress'",
+        )?
+        .execute(params![user_id, key, lock_id])?;
+    Ok(n == 1)
 }
 
 /// Keys `IN_PROGRESS` under a lease that ran out: taken by another process (one process
