@@ -17,13 +17,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::report::{r3, Report, Row};
-use crate::server;
+use crate::server::{self, FIRST_OVER_FLOOR_TARGET};
 use crate::stats::fmt;
 
 /// Figure 1's gate (issue 33): a confirmation at most this many times the raw insert + commit.
 pub const TAP_INSTR_TARGET: f64 = 1.5;
-/// Figure 3's gate on the first request over the contract's floor (issue 33, point 3).
-pub const FIRST_OVER_FLOOR_TARGET: f64 = 1.05;
 
 /// Whether callgrind can run here; `Err` says why not.
 fn callgrind_available() -> Result<(), String> {
@@ -126,14 +124,6 @@ pub fn tap_to_durable(report: &mut Report, dir: &Path, quick: bool) {
     );
 }
 
-/// What figure 3 counts: the bench path or the transfer endpoint of each kind.
-const SERVER_KINDS: [(&str, &str); 4] = [
-    ("first", "/v1/transfers"),
-    ("floor", "/v1/bench/floor"),
-    ("peer", "/v1/bench/peer"),
-    ("plain", "/v1/bench/plain"),
-];
-
 /// Figure 3's counts: server-mock's instructions per request of each kind, one at a time.
 pub fn server(report: &mut Report, dir: &Path, quick: bool) {
     if let Err(why) = callgrind_available() {
@@ -147,7 +137,7 @@ pub fn server(report: &mut Report, dir: &Path, quick: bool) {
         .build()
         .expect("runtime");
     let mut per = std::collections::BTreeMap::new();
-    for (kind, path) in SERVER_KINDS {
+    for (kind, path) in server::COUNTED {
         let count = per_op(small, large, tries, |n| {
             let db = dir.join(format!("count-{kind}-{n}.db"));
             let db_arg = db.display().to_string();

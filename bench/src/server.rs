@@ -4,6 +4,19 @@ use std::time::{Duration, Instant};
 
 use server_mock::{RunningServer, ServerConfig};
 
+/// The requests whose counts figures 3 and 9 compare (issue 33), each with the path it posts
+/// to: a first request (with a fresh key), the contract's floor, the peer and the plain insert.
+pub const COUNTED: [(&str, &str); 4] = [
+    ("first", "/v1/transfers"),
+    ("floor", "/v1/bench/floor"),
+    ("peer", "/v1/bench/peer"),
+    ("plain", "/v1/bench/plain"),
+];
+
+/// The counts' gate on a first request over the contract's floor (issue 33, point 3), on both
+/// stores.
+pub const FIRST_OVER_FLOOR_TARGET: f64 = 1.05;
+
 /// The bench's server configuration on `db`.
 pub fn config(db: &str, gateway_delay: Duration) -> ServerConfig {
     ServerConfig {

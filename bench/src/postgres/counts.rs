@@ -9,19 +9,8 @@ use std::time::Duration;
 
 use super::{connect, fresh_db, start, users};
 use crate::report::{r3, Report, Row};
-use crate::server::{client, post, transfer_body};
+use crate::server::{client, post, transfer_body, COUNTED, FIRST_OVER_FLOOR_TARGET};
 use crate::stats::fmt;
-
-/// The gate on the first request over the contract's floor (issue 33, point 3), for both counts.
-pub const FIRST_OVER_FLOOR_TARGET: f64 = 1.05;
-
-/// The kinds counted, with the path each posts to.
-const KINDS: [(&str, &str); 4] = [
-    ("first", "/v1/transfers"),
-    ("floor", "/v1/bench/floor"),
-    ("peer", "/v1/bench/peer"),
-    ("plain", "/v1/bench/plain"),
-];
 
 /// Statements and WAL bytes per request of one kind.
 #[derive(Clone, Copy)]
@@ -54,7 +43,7 @@ pub(super) async fn statements_and_wal(report: &mut Report, url: &str, quick: bo
     let c = client();
     let n = if quick { 100 } else { 500 };
     let mut per = std::collections::BTreeMap::new();
-    for (kind, path) in KINDS {
+    for (kind, path) in COUNTED {
         let reset = format!("{TAG} SELECT pg_stat_statements_reset()");
         pg.batch_execute(&reset).await.expect("reset");
         for i in 0..n {

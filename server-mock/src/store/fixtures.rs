@@ -125,6 +125,13 @@ impl PlainRow {
     }
 }
 
+/// The bench peer's windows (both backends' peers): how long an `INPROGRESS` record blocks
+/// its key (Powertools' `in_progress_expiry`, the handler's remaining time; 60 s like the
+/// contract's lease), and how long a record answers (`expires_after_seconds`; the contract's
+/// key window).
+pub(crate) const PEER_IN_PROGRESS_MS: i64 = 60_000;
+pub(crate) const PEER_EXPIRES_AFTER_MS: i64 = 48 * 3_600_000;
+
 /// The test API's and the bench's view of a store (both backends implement it).
 pub trait Fixtures: Send + Sync {
     /// creates a user with an opening balance.

@@ -26,8 +26,8 @@ mod sqlite_fixtures;
 mod sqlite_floor;
 mod sqlite_peer;
 
-pub(crate) use fixtures::FloorTransfer;
 pub use fixtures::{Fixtures, NewUser, PlainRow, SharedFixtures, Sms, Stats, UserChange};
+pub(crate) use fixtures::{FloorTransfer, PEER_EXPIRES_AFTER_MS, PEER_IN_PROGRESS_MS};
 
 /// A store call in flight.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbError>> + Send + 'a>>;

@@ -16,16 +16,13 @@
 
 use rusqlite::params;
 
-use super::{FloorTransfer, PlainRow};
+use super::{
+    FloorTransfer, PlainRow, PEER_EXPIRES_AFTER_MS as EXPIRES_AFTER_MS,
+    PEER_IN_PROGRESS_MS as IN_PROGRESS_MS,
+};
 use crate::ledger;
 use sendonce_server::store::sqlite::{Db, Durability};
 use sendonce_server::store::DbError;
-
-/// How long an `INPROGRESS` record blocks its key (Powertools' `in_progress_expiry`, the
-/// handler's remaining time; 60 s like the contract's lease).
-const IN_PROGRESS_MS: i64 = 60_000;
-/// How long a record answers (Powertools' `expires_after_seconds`; the contract's key window).
-const EXPIRES_AFTER_MS: i64 = 48 * 3_600_000;
 
 /// One first request through the peer layer; returns the debit's ledger entry id.
 pub(super) async fn first_request(db: &Db, p: PlainRow) -> Result<i64, DbError> {

@@ -8,12 +8,11 @@
 //! handler deletes the record, as Powertools does.
 
 use super::{exec, opt, PgStore};
-use crate::store::{FloorTransfer, PlainRow};
+use crate::store::{
+    FloorTransfer, PlainRow, PEER_EXPIRES_AFTER_MS as EXPIRES_AFTER_MS,
+    PEER_IN_PROGRESS_MS as IN_PROGRESS_MS,
+};
 use sendonce_server::store::DbError;
-
-/// How long an `INPROGRESS` record blocks its key, and how long a record answers (ms).
-const IN_PROGRESS_MS: i64 = 60_000;
-const EXPIRES_AFTER_MS: i64 = 48 * 3_600_000;
 
 const PUT: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
      INSERT INTO bench_peer_keys
