@@ -69,14 +69,14 @@ fn start_due(core: &Arc<Core>) -> Result<Duration> {
     }
     let cap = core.config.retry.cap.as_millis() as i64;
     let stranded = claim::sweep(core)?;
-    for transfer in core.store.due(now, cap, 256)? {
-        if let Some(claim) = Claim::take(core, &transfer.local_id) {
+    for step in core.store.due(now, cap, 256)? {
+        if let Some(claim) = Claim::take(core, &step.local_id) {
             let core2 = core.clone();
             core.spawn_attempt(async move {
                 let core = core2;
                 let _slot = core.send_slots.acquire().await;
-                let id = transfer.local_id.clone();
-                let result = if transfer.state == TransferState::NeedsAttention {
+                let id = step.local_id;
+                let result = if step.look_up {
                     look_up(&core, &id).await.map(|_| ())
                 } else {
                     attempt(&core, &id).await

@@ -317,15 +317,22 @@ impl Store {
     ///
     /// No schedule ever sets a time more than `cap_ms` ahead, so a later time means the clock went
     /// backwards: such a transfer is due now rather than stalled for as long as the jump.
-    pub fn due(&self, now_ms: i64, cap_ms: i64, limit: usize) -> Result<Vec<Transfer>> {
+    pub fn due(&self, now_ms: i64, cap_ms: i64, limit: usize) -> Result<Vec<DueStep>> {
+        // Ids and states only: the attempt reads its transfer when it runs, so a pass over many due
+        // transfers holds neither their bodies nor their headers.
         let conn = self.conn();
-        let sql = format!(
-            "SELECT {COLUMNS} FROM transfers WHERE state IN ('pending','retrying','needs_attention') \
+        let mut stmt = conn.prepare_cached(
+            "SELECT local_id, state = 'needs_attention' FROM transfers \
+             WHERE state IN ('pending','retrying','needs_attention') \
              AND next_attempt_at_ms IS NOT NULL AND (next_attempt_at_ms <= ?1 OR next_attempt_at_ms > ?1 + ?3) \
-             ORDER BY next_attempt_at_ms LIMIT ?2"
-        );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![now_ms, limit as i64, cap_ms], read_transfer)?;
+             ORDER BY next_attempt_at_ms LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![now_ms, limit as i64, cap_ms], |r| {
+            Ok(DueStep {
+                local_id: r.get(0)?,
+                look_up: r.get(1)?,
+            })
+        })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
@@ -569,4 +576,14 @@ fn read_transfer(r: &Row<'_>) -> rusqlite::Result<Transfer> {
         replayed: r.get(17)?,
         required_action,
     })
+}
+
+/// A transfer whose next step is due: which one, and whether that step is a status look-up
+/// (it needs attention) rather than a send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueStep {
+    /// The transfer.
+    pub local_id: String,
+    /// The step is a look-up by key.
+    pub look_up: bool,
 }
