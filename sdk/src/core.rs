@@ -150,6 +150,11 @@ impl Core {
     }
 
     /// Calls every listener; a listener that panics (or whose foreign code throws) is logged, never fatal.
+    /// Whether any transfer listener is registered.
+    pub fn has_listeners(&self) -> bool {
+        !read(&self.listeners).is_empty()
+    }
+
     pub fn notify_listeners(&self, transfer: &Transfer) {
         let listeners: Vec<_> = read(&self.listeners)
             .iter()

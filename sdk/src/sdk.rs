@@ -391,14 +391,37 @@ async fn dispatch_listeners(core: Arc<Core>) {
     // A listener builds its list from these deliveries (the Kotlin and Swift layers do): after a lag
     // it would keep a stale row for every change it missed, so it is given every transfer's persisted
     // state again. Resending an unchanged one is harmless: a delivery is a state, not a delta.
-    let resync = || match core.store.list(false) {
-        Ok(all) => all.iter().for_each(|t| core.notify_listeners(t)),
-        Err(e) => {
-            tracing::warn!(error = %e, "listeners fell behind and the resync could not read the store")
-        }
-    };
+    let resync = || resync_listeners(&core);
     dispatch(events, "transfer", |t| core.notify_listeners(t), resync).await;
 }
+
+/// Gives every listener every transfer's persisted state again, a page at a time: a long history
+/// is never held in memory at once (the whole list at once cost a process that fell behind with
+/// 10,000 transfers tens of MiB it kept), and with no listener there is nothing to read.
+fn resync_listeners(core: &Core) {
+    if !core.has_listeners() {
+        return;
+    }
+    let mut after: Option<String> = None;
+    loop {
+        let page = match core.store.page(after.as_deref(), RESYNC_PAGE) {
+            Ok(page) => page,
+            Err(e) => {
+                // A cursor pruned meanwhile included: the next lag resyncs again.
+                tracing::warn!(error = %e, "listeners fell behind and the resync could not read the store");
+                return;
+            }
+        };
+        page.iter().for_each(|t| core.notify_listeners(t));
+        match page.last() {
+            Some(last) if page.len() == RESYNC_PAGE as usize => after = Some(last.local_id.clone()),
+            _ => return,
+        }
+    }
+}
+
+/// Transfers read per page of a listeners' resync.
+const RESYNC_PAGE: u32 = 256;
 
 async fn dispatch_events(core: Arc<Core>) {
     let events = core.sdk_events.subscribe();
