@@ -353,8 +353,10 @@ impl Sdk {
             .unwrap_or_else(|p| p.into_inner())
             .take()
         {
-            // shutdown_background never blocks, so close() is safe from inside any async context.
-            runtime.shutdown_background();
+            // Waits (bounded) until the runtime's tasks, and the store connections they held, are
+            // dropped, so nothing touches the file (or SQLCipher's crypto library) after close returns.
+            // On a thread of its own: a runtime may not be shut down from inside an async context.
+            let _ = std::thread::spawn(move || runtime.shutdown_timeout(CLOSE_WAIT)).join();
         }
         self.core.store.release_lock();
         tracing::info!("sendonce closed");
@@ -419,6 +421,9 @@ fn resync_listeners(core: &Core) {
         }
     }
 }
+
+/// How long `close` waits for the runtime's tasks to be dropped.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Transfers read per page of a listeners' resync.
 const RESYNC_PAGE: u32 = 256;
