@@ -96,6 +96,7 @@ pub fn tap_to_durable(report: &mut Report, dir: &Path, quick: bool) {
         })
     };
     let (sdk, raw) = (side("sdk"), side("raw"));
+    let sdk_async = side("sdk-async");
     let ratio = sdk / raw;
     report.rows.push(
         Row::new(
@@ -107,16 +108,25 @@ pub fn tap_to_durable(report: &mut Report, dir: &Path, quick: bool) {
         .ratio(fmt(ratio))
         .target(format!("≤ {TAP_INSTR_TARGET}"), ratio <= TAP_INSTR_TARGET),
     );
+    report.rows.push(
+        Row::new(
+            "1",
+            "tap-to-durable, async, instructions per confirmation (callgrind, every thread)",
+        )
+        .subject(format!("{:.1} k", sdk_async / 1e3))
+        .baseline(format!("{:.1} k raw insert+commit", raw / 1e3))
+        .ratio(fmt(sdk_async / raw)),
+    );
     report.key("tap_to_durable_instr_ratio", r3(ratio));
     report.key(
         "tap_to_durable_instr",
-        serde_json::json!({"sdk": sdk.round(), "raw": raw.round(), "runs": [small, large]}),
+        serde_json::json!({"sdk": sdk.round(), "sdk_async": sdk_async.round(), "raw": raw.round(), "runs": [small, large]}),
     );
     report.note(
         "1 instructions",
         format!(
             "callgrind (`valgrind --tool=callgrind`, every thread of the process) on `sendonce-bench \
-             child tap sdk|raw N {}` with N = {small} and {large}, the least of {tries} runs each; per \
+             child tap sdk|sdk-async|raw N {}` with N = {small} and {large}, the least of {tries} runs each; per \
              confirmation = the difference ÷ {}, so opening, closing and start-up cancel.",
             dir.display(),
             large - small

@@ -40,6 +40,18 @@ impl SendOnceCore {
         guard_async(async { Ok(self.sdk.send_operation(operation.into()).await?.into()) }).await
     }
 
+    /// Like `send_transfer`, committing on the calling thread, which waits for the fsync: for a
+    /// caller already on a thread that may block (the Kotlin layer calls it on its I/O dispatcher).
+    /// It saves the hop to the SDK's store thread and back. Never on the UI thread.
+    pub fn send_transfer_blocking(&self, request: TransferRequest) -> Result<Transfer> {
+        guard(|| Ok(self.sdk.send_transfer_blocking(request.into())?.into()))
+    }
+
+    /// Like `send_operation`, committing on the calling thread (see `send_transfer_blocking`).
+    pub fn send_operation_blocking(&self, operation: OperationRequest) -> Result<Transfer> {
+        guard(|| Ok(self.sdk.send_operation_blocking(operation.into())?.into()))
+    }
+
     /// The customer completed the step the server asked for: the parked operation is sent again now,
     /// with the same key and bytes. For one not parked, returns it unchanged.
     pub fn action_completed(&self, local_id: String) -> Result<Transfer> {

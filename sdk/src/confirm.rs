@@ -1,10 +1,17 @@
-//! The confirm hop: new transfers are committed on one thread of their own, fed by a channel.
+//! Where a confirmation is committed: on the store thread for an async caller, on the caller's own
+//! thread for one that may block.
 //!
-//! A confirmation must never block the caller's executor (a Kotlin or Swift main thread, another
-//! async runtime) with an fsync, so its commit runs elsewhere. A thread that does nothing else is a
-//! cheaper place than tokio's blocking pool (no task to allocate, no pool lock, no idle-thread
-//! timer), it answers the caller before it tells listeners, and confirmations that queue up while
-//! one commits share the next commit (group commit: one fsync for all of them).
+//! An async confirmation must never block the caller's executor (a Kotlin or Swift main thread,
+//! another async runtime) with an fsync, so its commit runs elsewhere: a thread that does nothing
+//! else, fed by a channel — a cheaper place than tokio's blocking pool (no task to allocate, no pool
+//! lock, no idle-thread timer). It answers the caller before it tells listeners.
+//!
+//! A caller already on a thread that may block (Kotlin's `Dispatchers.IO`, tokio's
+//! `spawn_blocking`) needs no hop: [`persist_blocking`] commits on that thread, saving the two
+//! wake-ups of the hop (the store thread's, then the caller's).
+//!
+//! Either way, whoever commits holds the committer lock and takes every confirmation waiting at that
+//! moment, from both paths, into its commit (group commit: one fsync for all of them).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -28,9 +35,26 @@ struct Job {
     reply: oneshot::Sender<Result<Transfer>>,
 }
 
-/// The sending side of the store thread; the thread ends when this is dropped.
+/// Where a confirmation's caller waits for its answer.
+type Answer = oneshot::Receiver<Result<Transfer>>;
+
+/// What the store thread is asked to do.
+enum Msg {
+    /// Commit this confirmation (with whatever else is waiting).
+    Confirm(Job),
+    /// A caller's thread committed: checkpoint the WAL if it is due, off that caller's path.
+    Checkpoint(Arc<Core>),
+}
+
+/// The store thread's channel, and the confirmations waiting for a committer; the thread ends
+/// when this is dropped.
 pub(crate) struct Confirmer {
-    jobs: Mutex<Sender<Job>>,
+    jobs: Mutex<Sender<Msg>>,
+    /// Confirmations of blocking callers not yet taken into a commit.
+    waiting: Mutex<Vec<Job>>,
+    /// Held by whoever commits (the store thread or a blocking caller), so that commits queue
+    /// behind one another and the next one takes everything waiting.
+    committer: Mutex<()>,
 }
 
 impl Confirmer {
@@ -43,14 +67,69 @@ impl Confirmer {
             .map_err(|e| SdkError::Internal(format!("could not start the store thread: {e}")))?;
         Ok(Self {
             jobs: Mutex::new(jobs),
+            waiting: Mutex::new(Vec::new()),
+            committer: Mutex::new(()),
         })
     }
+
+    fn send(&self, msg: Msg) -> Result<()> {
+        lock(&self.jobs)
+            .send(msg)
+            .map_err(|_| SdkError::Internal("the store thread stopped".into()))
+    }
+
+    /// Commits `group` and every confirmation waiting, as the one committer.
+    fn commit(&self, mut group: Vec<Job>) {
+        let _committer = lock(&self.committer);
+        group.append(&mut lock(&self.waiting));
+        if group.is_empty() {
+            return;
+        }
+        if catch_unwind(AssertUnwindSafe(|| commit_group(group))).is_err() {
+            // Its callers' replies were dropped with the group: they get Internal.
+            tracing::error!("a confirmation panicked while committing; its caller gets Internal");
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic under these locks leaves nothing half-done: a commit rolls back, a queue stays a queue.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Validates the operation and fixes its bytes (its codec runs here, once), then has the store thread
 /// mint the key and commit operation + key + body + headers; resolves when the row is durable. The
 /// caller's thread only waits, never writes.
 pub(crate) async fn persist(core: &Arc<Core>, op: Operation) -> Result<Transfer> {
+    let (job, answer) = prepare(core, op)?;
+    if let Some(job) = job {
+        core.confirmer.send(Msg::Confirm(job))?;
+    }
+    answer.await.unwrap_or_else(|_| Err(lost(core)))
+}
+
+/// Like [`persist`], committing on the calling thread, which blocks until the row is durable.
+/// For a caller on a thread that may block; confirmations of other threads waiting at that moment
+/// share its commit, and it may commit theirs. Never on a UI thread or an async executor's worker.
+pub(crate) fn persist_blocking(core: &Arc<Core>, op: Operation) -> Result<Transfer> {
+    let (job, mut answer) = prepare(core, op)?;
+    if let Some(job) = job {
+        lock(&core.confirmer.waiting).push(job);
+        // Whoever took the committer lock after the push (this thread, or one before it) took
+        // this job into its commit and answered it before letting go: the answer is there.
+        core.confirmer.commit(Vec::new());
+        if core.store.checkpoint_due() {
+            // Not on this caller's time: the store thread does it between commits.
+            core.confirmer.send(Msg::Checkpoint(core.clone()))?;
+        }
+    }
+    answer.try_recv().unwrap_or_else(|_| Err(lost(core)))
+}
+
+/// Fixes the operation's bytes and makes its job, with the receiver of its answer. In a
+/// simulation (one thread: another would let the OS order its events) the job is committed here
+/// and `None` is left to commit.
+fn prepare(core: &Arc<Core>, op: Operation) -> Result<(Option<Job>, Answer)> {
     let op = op.commit()?;
     let (reply, answer) = oneshot::channel();
     let job = Job {
@@ -59,48 +138,50 @@ pub(crate) async fn persist(core: &Arc<Core>, op: Operation) -> Result<Transfer>
         reply,
     };
     if core.config.deterministic.is_some() {
-        // A simulation's one thread: the store thread would let the OS order its events.
         commit_group(vec![job]);
-        if let Err(e) = core.store.checkpoint_if_due() {
-            tracing::warn!(error = %e, "WAL checkpoint failed; retried after the next commits");
-        }
-    } else {
-        core.confirmer
-            .jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .send(job)
-            .map_err(|_| SdkError::Internal("the store thread stopped".into()))?;
+        checkpoint(core);
+        return Ok((None, answer));
     }
-    answer.await.unwrap_or_else(|_| {
-        Err(if core.is_closed() {
-            SdkError::Closed
-        } else {
-            SdkError::Internal("the store thread stopped".into())
-        })
-    })
+    Ok((Some(job), answer))
+}
+
+/// The error of a confirmation whose answer never came.
+fn lost(core: &Core) -> SdkError {
+    if core.is_closed() {
+        SdkError::Closed
+    } else {
+        SdkError::Internal("the store thread stopped".into())
+    }
+}
+
+fn checkpoint(core: &Core) {
+    if let Err(e) = core.store.checkpoint_if_due() {
+        tracing::warn!(error = %e, "WAL checkpoint failed; retried after the next commits");
+    }
 }
 
 /// The store thread: takes whatever confirmations are waiting and commits them together.
-fn serve(queue: Receiver<Job>) {
+fn serve(queue: Receiver<Msg>) {
     while let Ok(first) = queue.recv() {
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP {
-            match queue.try_recv() {
-                Ok(job) => group.push(job),
-                Err(_) => break,
+        let mut core = None;
+        let mut group = Vec::new();
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Confirm(job) => {
+                    core = Some(job.core.clone());
+                    group.push(job);
+                }
+                Msg::Checkpoint(c) => core = Some(c),
+            }
+            if group.len() < MAX_GROUP {
+                next = queue.try_recv().ok();
             }
         }
-        let core = group[0].core.clone();
-        if catch_unwind(AssertUnwindSafe(|| commit_group(group))).is_err() {
-            tracing::error!(
-                "a confirmation panicked on the store thread; its caller gets Internal"
-            );
-        }
+        let Some(core) = core else { continue };
+        core.confirmer.commit(group);
         // Between confirmations, after their callers have their answers.
-        if let Err(e) = core.store.checkpoint_if_due() {
-            tracing::warn!(error = %e, "WAL checkpoint failed; retried after the next commits");
-        }
+        checkpoint(&core);
     }
 }
 

@@ -145,7 +145,12 @@ impl Core {
             next_attempt_at_ms = transfer.next_attempt_at_ms,
             "transfer state"
         );
-        let _ = self.events.send(Arc::new(transfer));
+        // The dispatcher always holds one receiver: with no listener and no composer watching,
+        // a send would only wake its task for nothing (on a confirmation, a futex wake-up on the
+        // caller's own thread). One that registers after this check sees only later changes.
+        if self.has_listeners() || self.events.receiver_count() > 1 {
+            let _ = self.events.send(Arc::new(transfer));
+        }
         self.changes.send_modify(|n| *n += 1);
     }
 
@@ -170,6 +175,10 @@ impl Core {
 
     /// Hands an event to the event dispatcher (never blocks the sender on the app's code).
     pub fn emit(&self, event: SdkEvent) {
+        // Only the dispatcher receives these: without an event listener it would wake for nothing.
+        if read(&self.event_listeners).is_empty() {
+            return;
+        }
         let _ = self.sdk_events.send(event);
     }
 

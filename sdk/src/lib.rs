@@ -39,6 +39,7 @@ mod config;
 mod confirm;
 mod contract;
 mod core;
+mod dispatch;
 pub mod encryption;
 mod error;
 mod events;

@@ -8,8 +8,9 @@ use tokio::task::JoinHandle;
 
 use crate::composer::Composer;
 use crate::config::SdkConfig;
-use crate::confirm::persist;
+use crate::confirm::{persist, persist_blocking};
 use crate::core::{Core, TransferListener};
+use crate::dispatch;
 use crate::error::{Result, SdkError};
 use crate::events::EventListener;
 use crate::model::{Transfer, TransferRequest, TransferState};
@@ -84,8 +85,8 @@ impl Sdk {
         core.set_profile(profile, 0);
         tracing::info!(db = %core.store.path().display(), recovered = recovered.len(), "sendonce opened");
         let sender = handle.spawn(sender::run(core.clone()));
-        let dispatcher = handle.spawn(dispatch_listeners(core.clone()));
-        let events = handle.spawn(dispatch_events(core.clone()));
+        let dispatcher = handle.spawn(dispatch::listeners(core.clone()));
+        let events = handle.spawn(dispatch::events(core.clone()));
         let refresher = handle.spawn(crate::token::run(core.clone()));
         Ok(Self {
             core,
@@ -116,6 +117,21 @@ impl Sdk {
     /// Every attempt sends these bytes and headers, until the server's own answer ends it.
     pub async fn send_operation(&self, operation: Operation) -> Result<Transfer> {
         persist(self.live()?, operation).await
+    }
+
+    /// Like [`Sdk::send_transfer`], committing on the calling thread: for a caller already on a
+    /// thread that may block (Kotlin's `Dispatchers.IO`, tokio's `spawn_blocking`, a worker of
+    /// your own). It saves the hop to the store thread and back; confirmations of other threads at
+    /// the same moment still share one commit. Never call it on a UI thread or on an async
+    /// executor's worker: it waits for an fsync.
+    pub fn send_transfer_blocking(&self, request: TransferRequest) -> Result<Transfer> {
+        persist_blocking(self.live()?, Operation::transfer(request))
+    }
+
+    /// Like [`Sdk::send_operation`], committing on the calling thread (see
+    /// [`Sdk::send_transfer_blocking`] for where it may be called).
+    pub fn send_operation_blocking(&self, operation: Operation) -> Result<Transfer> {
+        persist_blocking(self.live()?, operation)
     }
 
     /// The customer completed the step the server asked for (3-D Secure, an SCA challenge, a code):
@@ -388,84 +404,8 @@ impl Drop for Sdk {
     }
 }
 
-async fn dispatch_listeners(core: Arc<Core>) {
-    let events = core.events.subscribe();
-    // A listener builds its list from these deliveries (the Kotlin and Swift layers do): after a lag
-    // it would keep a stale row for every change it missed, so it is given every transfer's persisted
-    // state again. Resending an unchanged one is harmless: a delivery is a state, not a delta.
-    let resync = || resync_listeners(&core);
-    dispatch(events, "transfer", |t| core.notify_listeners(t), resync).await;
-}
-
-/// Gives every listener every transfer's persisted state again, a page at a time: a long history
-/// is never held in memory at once (the whole list at once cost a process that fell behind with
-/// 10,000 transfers tens of MiB it kept), and with no listener there is nothing to read.
-fn resync_listeners(core: &Core) {
-    if !core.has_listeners() {
-        return;
-    }
-    let mut after: Option<String> = None;
-    loop {
-        let page = match core.store.page(after.as_deref(), RESYNC_PAGE) {
-            Ok(page) => page,
-            Err(e) => {
-                // A cursor pruned meanwhile included: the next lag resyncs again.
-                tracing::warn!(error = %e, "listeners fell behind and the resync could not read the store");
-                return;
-            }
-        };
-        page.iter().for_each(|t| core.notify_listeners(t));
-        match page.last() {
-            Some(last) if page.len() == RESYNC_PAGE as usize => after = Some(last.local_id.clone()),
-            _ => return,
-        }
-    }
-}
-
 /// How long `close` waits for the runtime's tasks to be dropped.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Transfers read per page of a listeners' resync.
-const RESYNC_PAGE: u32 = 256;
-
-async fn dispatch_events(core: Arc<Core>) {
-    let events = core.sdk_events.subscribe();
-    // Events are moments (an attempt, an answer), not states: a missed one cannot be sent again.
-    dispatch(events, "event", |e| core.notify_event_listeners(e), || {}).await;
-}
-
-/// Hands every item of `items` to `deliver`, in order, off the sender's path, until the SDK closes; after
-/// the listeners fell so far behind that items were dropped, calls `lagged` once they catch up.
-async fn dispatch<T: Clone>(
-    mut items: tokio::sync::broadcast::Receiver<T>,
-    kind: &str,
-    deliver: impl Fn(&T),
-    lagged: impl Fn(),
-) {
-    use tokio::sync::broadcast::error::RecvError;
-    loop {
-        match items.recv().await {
-            Ok(item) => deliver(&item),
-            Err(RecvError::Lagged(n)) => {
-                tracing::warn!(
-                    missed = n,
-                    kind,
-                    "listeners fell behind; some items were skipped"
-                );
-                // What is still buffered is older than what `lagged` reads now: skip it, or it would be
-                // delivered after the fresher state. (Every later change is published after its commit,
-                // so each listener still ends on every transfer's newest state.)
-                while !matches!(
-                    items.try_recv(),
-                    Err(tokio::sync::broadcast::error::TryRecvError::Empty
-                        | tokio::sync::broadcast::error::TryRecvError::Closed)
-                ) {}
-                lagged();
-            }
-            Err(RecvError::Closed) => return,
-        }
-    }
-}
 
 /// Whether this build has the built-in HTTP stack (feature `reqwest-transport`); without it every
 /// `open` needs the app's transport.

@@ -235,6 +235,11 @@ impl Store {
             .fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Whether enough commits piled up for [`Store::checkpoint_if_due`] to checkpoint.
+    pub fn checkpoint_due(&self) -> bool {
+        self.commits_since_checkpoint.load(Ordering::Relaxed) >= CHECKPOINT_EVERY
+    }
+
     /// Copies the WAL back into the file once enough commits piled up, so the WAL is reused from its
     /// start instead of growing.
     ///
@@ -244,7 +249,7 @@ impl Store {
     /// commit's fsync also pays for the file's new size.) Called between commits by the store thread and
     /// the sender, never inside a confirmation.
     pub fn checkpoint_if_due(&self) -> Result<()> {
-        if self.commits_since_checkpoint.load(Ordering::Relaxed) < CHECKPOINT_EVERY {
+        if !self.checkpoint_due() {
             return Ok(());
         }
         let conn = self.conn();

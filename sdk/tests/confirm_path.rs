@@ -33,7 +33,63 @@ async fn concurrent_confirmations_each_get_their_own_durable_transfer() {
     let sdk = Arc::new(offline(&db, &clock));
     sdk.set_network_available(false).unwrap();
     // Many taps at once: whatever queues while one commits shares the next commit.
-    let tasks: Vec<_> = (0..200)
+    let confirmed = async_taps(&sdk, 200).await;
+    each_its_own_durable_row(sdk, &db, &clock, confirmed, 200);
+}
+
+/// Blocking callers commit on their own threads while async callers go through the store thread:
+/// whichever commits takes everything waiting, from both paths, and every caller still gets its
+/// own row with its own key, durable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_and_async_confirmations_at_once_each_get_their_own_durable_transfer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let clock = Arc::new(SimClock::new(START, 1.0));
+    let sdk = Arc::new(offline(&db, &clock));
+    sdk.set_network_available(false).unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let sdk = sdk.clone();
+            std::thread::spawn(move || {
+                (0..50)
+                    .map(|i| {
+                        let mut r = req();
+                        r.amount_minor = 1_000 + t * 50 + i;
+                        sdk.send_transfer_blocking(r).unwrap()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut confirmed = async_taps(&sdk, 100).await;
+    for t in threads {
+        confirmed.extend(t.join().unwrap());
+    }
+    each_its_own_durable_row(sdk, &db, &clock, confirmed, 300);
+}
+
+#[test]
+fn a_blocking_confirmation_after_close_is_closed_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let clock = Arc::new(SimClock::new(START, 1.0));
+    let sdk = offline(&db, &clock);
+    sdk.send_transfer_blocking(req()).unwrap();
+    sdk.close();
+    assert!(matches!(
+        sdk.send_transfer_blocking(req()),
+        Err(sendonce::SdkError::Closed)
+    ));
+    drop(sdk);
+    assert_eq!(
+        offline(&db, &clock).unfinished_transfers().unwrap().len(),
+        1
+    );
+}
+
+/// `n` async confirmations at once, amounts 1..=n, each on a task of its own.
+async fn async_taps(sdk: &Arc<Sdk>, n: i64) -> Vec<sendonce::Transfer> {
+    let tasks: Vec<_> = (0..n)
         .map(|i| {
             let sdk = sdk.clone();
             tokio::spawn(async move {
@@ -47,13 +103,25 @@ async fn concurrent_confirmations_each_get_their_own_durable_transfer() {
     for t in tasks {
         confirmed.push(t.await.unwrap());
     }
+    confirmed
+}
+
+/// Checks that `confirmed` are `n` transfers, each with its own local id, key and row, and that a
+/// new instance on the file finds every one of them.
+fn each_its_own_durable_row(
+    sdk: Arc<Sdk>,
+    db: &Path,
+    clock: &Arc<SimClock>,
+    confirmed: Vec<sendonce::Transfer>,
+    n: usize,
+) {
     let ids: HashSet<_> = confirmed.iter().map(|t| t.local_id.clone()).collect();
     let keys: HashSet<_> = confirmed
         .iter()
         .map(|t| t.idempotency_key.clone())
         .collect();
-    assert_eq!(ids.len(), 200, "one local id per tap");
-    assert_eq!(keys.len(), 200, "one key per tap");
+    assert_eq!(ids.len(), n, "one local id per tap");
+    assert_eq!(keys.len(), n, "one key per tap");
     for t in &confirmed {
         let stored = sdk.transfer(&t.local_id).unwrap();
         assert_eq!(
@@ -66,15 +134,34 @@ async fn concurrent_confirmations_each_get_their_own_durable_transfer() {
     sdk.close();
     drop(sdk);
     // Durable: a new instance finds every one of them.
-    let sdk = offline(&db, &clock);
-    assert_eq!(sdk.unfinished_transfers().unwrap().len(), 200);
+    let sdk = offline(db, clock);
+    assert_eq!(sdk.unfinished_transfers().unwrap().len(), n);
 }
 
 /// Failed before the checkpoint moved onto the writer connection: checkpoints from a second
 /// connection ran concurrently with the next confirmation, the WAL never restarted, and it grew by
 /// ~28 KiB per confirmation (115 MB after 4,000 on this machine's disk).
-#[tokio::test]
-async fn the_wal_stays_bounded_under_back_to_back_confirmations() {
+/// The same with blocking confirmations: they commit on the caller's thread, and the checkpoint they
+/// make due is the store thread's (failed when nothing asked it to).
+#[test]
+fn the_wal_stays_bounded_under_back_to_back_blocking_confirmations() {
+    wal_stays_bounded(|sdk| {
+        sdk.send_transfer_blocking(req()).unwrap();
+    });
+}
+
+#[test]
+fn the_wal_stays_bounded_under_back_to_back_confirmations() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    wal_stays_bounded(|sdk| {
+        rt.block_on(sdk.send_transfer(req())).unwrap();
+    });
+}
+
+fn wal_stays_bounded(confirm: impl Fn(&Sdk)) {
     // On the disk, not tmpfs: a checkpoint there takes long enough to overlap the next write.
     std::fs::create_dir_all("../target/test-tmp").unwrap();
     let dir = tempfile::tempdir_in("../target/test-tmp").unwrap();
@@ -85,7 +172,7 @@ async fn the_wal_stays_bounded_under_back_to_back_confirmations() {
     let wal = dir.path().join("d.db-wal");
     let mut largest = 0;
     for _ in 0..1_500 {
-        sdk.send_transfer(req()).await.unwrap();
+        confirm(&sdk);
         largest = largest.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
     }
     // 500 commits of ~7 pages between checkpoints, and the 16 MiB journal_size_limit.

@@ -177,14 +177,15 @@ public final class SendOnce: Sendable {
     /// The user confirmed: mints the key, commits the transfer durably and returns it; sending starts at once.
     public func sendTransfer(_ request: TransferRequest) async throws -> Transfer {
         let core = try live()
-        return try await cancellable { _ in try await core.sendTransfer(request: request) }
+        // Committed on the SDK's I/O queue, which may block: no hop to the store thread and back.
+        return try await cancellable { _ in try await offCallerThread { try core.sendTransferBlocking(request: request) } }
     }
 
     /// The user confirmed an operation of the app's own API (an `OperationRequest` value): the key is minted
     /// and method, path, headers and exact body are committed before the first byte; every attempt sends them.
     public func sendOperation(_ operation: OperationRequest) async throws -> Transfer {
         let core = try live()
-        return try await cancellable { _ in try await core.sendOperation(operation: operation) }
+        return try await cancellable { _ in try await offCallerThread { try core.sendOperationBlocking(operation: operation) } }
     }
 
     /// The customer completed the step the server asked for (`.requiresAction`): sent again, same key and bytes.

@@ -187,7 +187,7 @@ class SendOnce private constructor(
 
     /** The user confirmed: mints the key, commits the transfer durably and returns it; sending starts at once. */
     @Throws(SendOnceException::class)
-    override suspend fun sendTransfer(request: TransferRequest): Transfer = live { core.sendTransfer(request) }
+    override suspend fun sendTransfer(request: TransferRequest): Transfer = live { core.sendTransferBlocking(request) }
 
     /** One transfer by local id. */
     @Throws(SendOnceException::class)
@@ -198,7 +198,7 @@ class SendOnce private constructor(
      * and method, path, headers and exact body are committed before the first byte; every attempt sends them.
      */
     @Throws(SendOnceException::class)
-    override suspend fun sendOperation(operation: OperationRequest): Transfer = live { core.sendOperation(operation) }
+    override suspend fun sendOperation(operation: OperationRequest): Transfer = live { core.sendOperationBlocking(operation) }
 
     /** The customer completed the step the server asked for (RequiresAction): sent again, same key and bytes. */
     @Throws(SendOnceException::class)
