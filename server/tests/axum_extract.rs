@@ -92,3 +92,38 @@ async fn the_extractor_reads_principal_key_and_fingerprint_or_answers_the_proble
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     assert!(body.contains("payload_too_large"), "{body}");
 }
+
+/// The look-up's key, from the query string, checked as the header is.
+#[tokio::test]
+async fn the_lookup_key_is_checked_as_the_header_is() {
+    use sendonce_server::engine::LookupKey;
+    let app: Router = Router::new().route(
+        "/l",
+        axum::routing::get(|LookupKey(key): LookupKey| async move { key }),
+    );
+    for (query, status, body) in [
+        ("?idempotency_key=k-1", StatusCode::OK, "k-1"),
+        ("?idempotency_key=%22k-2%22", StatusCode::OK, "k-2"),
+        ("", StatusCode::BAD_REQUEST, "idempotency_key_missing"),
+        (
+            "?idempotency_key=",
+            StatusCode::BAD_REQUEST,
+            "idempotency_key_invalid",
+        ),
+        (
+            "?idempotency_key=a%20b",
+            StatusCode::BAD_REQUEST,
+            "idempotency_key_invalid",
+        ),
+    ] {
+        let req = Request::get(format!("/l{query}"))
+            .body(Body::empty())
+            .unwrap();
+        let res = app.clone().oneshot(req).await.unwrap();
+        let got = res.status();
+        let text =
+            String::from_utf8(to_bytes(res.into_body(), 1 << 16).await.unwrap().to_vec()).unwrap();
+        assert_eq!(got, status, "{query}: {text}");
+        assert!(text.contains(body), "{query}: {text}");
+    }
+}

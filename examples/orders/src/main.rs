@@ -1,25 +1,26 @@
 //! `orders`: a second service on sendonce-server — a customer orders an item and pays with a
 //! simulated prepaid card; the order runs once per `Idempotency-Key`, on SQLite or
 //! PostgreSQL. The engine does the contract; this file is the HTTP surface, `shop.rs` the
-//! order, `sqlite.rs` / `postgres.rs` its tables.
+//! order and its tables.
 
-mod postgres;
 mod shop;
-mod sqlite;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Query, Request as HttpRequest, State};
+use axum::extract::{Request as HttpRequest, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use clap::Parser;
-use sendonce_server::engine::{Idempotent, Principal, Publish};
+use sendonce_server::engine::{Idempotent, LookupKey, Principal, Publish};
+use sendonce_server::store::postgres::PgKeys;
+use sendonce_server::store::sql::Sql;
+use sendonce_server::store::sqlite::SqliteKeys;
 use sendonce_server::{Answer, Engine, Event, Problem};
-use shop::{Card, PlaceOrder, Shop};
+use shop::{Card, PlaceOrder};
 
 #[derive(Parser)]
 #[command(
@@ -41,7 +42,7 @@ struct Args {
     seed: Option<std::path::PathBuf>,
 }
 
-struct App<S: Shop> {
+struct App<S> {
     engine: Arc<Engine<S>>,
     orders: Arc<PlaceOrder<S>>,
 }
@@ -53,43 +54,33 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
     let args = Args::parse();
     if args.db.starts_with("postgres") {
-        serve(
-            sendonce_server::store::postgres::PgKeys::connect(&args.db, 16).await?,
-            args,
-        )
-        .await
+        serve(PgKeys::connect(&args.db, 16).await?, args).await
     } else {
-        serve(
-            sendonce_server::store::sqlite::SqliteKeys::open(&args.db, sqlite::schema)?,
-            args,
-        )
-        .await
+        serve(SqliteKeys::open(&args.db, |_| Ok(()))?, args).await
     }
 }
 
-async fn serve<S: Shop + Clone>(shop: S, args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    shop.create_tables().await?;
+async fn serve<S: Sql + Clone>(db: S, args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    db.batch(shop::SCHEMA).await?;
     if let Some(path) = &args.seed {
-        std::fs::write(path, shop::seed(&shop).await?)?;
+        std::fs::write(path, shop::seed(&db).await?)?;
     }
-    let orders = PlaceOrder {
-        shop: shop.clone(),
+    let orders = Arc::new(PlaceOrder {
+        db: db.clone(),
         card_delay: Duration::from_millis(args.card_delay_ms),
-    };
-    let app = Arc::new(App {
-        engine: Arc::new(Engine::new(shop)),
-        orders: Arc::new(orders),
     });
+    let engine = Arc::new(Engine::new(db));
     // The reaper (a key whose holder died: released, the client's retry runs it once) and
     // the relay (each order's event, at least once, to the receipts sender).
-    let (engine, orders) = (app.engine.clone(), app.orders.clone());
-    tokio::spawn(async move { engine.reap_forever(&*orders, Duration::from_secs(60)).await });
-    let engine = app.engine.clone();
+    let (reaper, op) = (engine.clone(), orders.clone());
+    tokio::spawn(async move { reaper.reap_forever(&*op, Duration::from_secs(60)).await });
+    let relay = engine.clone();
     tokio::spawn(async move {
-        engine
+        relay
             .relay_forever(&Receipts, Duration::from_millis(200))
             .await
     });
+    let app = Arc::new(App { engine, orders });
     let router = Router::new()
         .route("/v1/orders", post(create::<S>).get(lookup::<S>))
         .route("/v1/card", get(card))
@@ -118,19 +109,19 @@ impl Publish for Receipts {
 
 /// Authentication, as a layer: the bearer token's customer, as the engine's principal and as the
 /// card the handlers read (401 `unauthenticated` otherwise).
-async fn authenticate<S: Shop>(
+async fn authenticate<S: Sql>(
     State(app): State<Arc<App<S>>>,
     mut req: HttpRequest,
     next: Next,
 ) -> Result<Response, Problem> {
-    let token = req
+    let auth = req
         .headers()
         .get("authorization")
         .and_then(|v| v.to_str().ok());
-    let token = token
+    let token = auth
         .and_then(|v| v.strip_prefix("Bearer "))
         .ok_or_else(Problem::unauthenticated)?;
-    let card = app.orders.shop.card_by_token(shop::token_hash(token)).await;
+    let card = Card::find(&app.orders.db, "token_hash", shop::token_hash(token).into()).await;
     let card = card
         .map_err(|e| e.into_problem())?
         .ok_or_else(Problem::unauthenticated)?;
@@ -140,27 +131,22 @@ async fn authenticate<S: Shop>(
 }
 
 /// `POST /v1/orders`: places the order once per key; a retry gets the stored answer.
-async fn create<S: Shop>(State(app): State<Arc<App<S>>>, Idempotent(req): Idempotent) -> Answer {
+async fn create<S: Sql>(State(app): State<Arc<App<S>>>, Idempotent(req): Idempotent) -> Answer {
     app.engine.run_detached(&app.orders, req).await
 }
 
 /// `GET /v1/orders?idempotency_key=K`: what happened to the order sent with K.
-async fn lookup<S: Shop>(
+async fn lookup<S: Sql>(
     State(app): State<Arc<App<S>>>,
     Extension(Principal(user)): Extension<Principal>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
-) -> Result<Answer, Problem> {
-    let raw = q
-        .get("idempotency_key")
-        .map(String::as_bytes)
-        .unwrap_or_default();
-    let key = sendonce_server::key::parse_key(raw).map_err(sendonce_server::key::problem)?;
+    LookupKey(key): LookupKey,
+) -> Answer {
     let not_found = Problem::new(
         StatusCode::NOT_FOUND,
         "order_not_found",
         "no order was placed with this key",
     );
-    Ok(app.engine.lookup(&user, &key, not_found).await)
+    app.engine.lookup(&user, &key, not_found).await
 }
 
 /// `GET /v1/card`: the caller's card and its balance.

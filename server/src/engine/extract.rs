@@ -8,8 +8,11 @@
 //! }
 //! ```
 
+use std::collections::HashMap;
+
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request as HttpRequest};
+use axum::extract::{FromRequest, FromRequestParts, Query, Request as HttpRequest};
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 
 use super::Request;
@@ -46,5 +49,25 @@ impl<S: Send + Sync> FromRequest<S> for Idempotent {
         })?;
         let request = Request::new(scope, method.as_str(), &path, &headers, body)?;
         Ok(Self(request))
+    }
+}
+
+/// The key of a by-key look-up, `GET …?idempotency_key=K`, checked as an `Idempotency-Key`
+/// header is (400 `idempotency_key_missing` / `idempotency_key_invalid`): hand it to
+/// [`super::Engine::lookup`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookupKey(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for LookupKey {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Problem> {
+        let query = Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
+            .map_err(|e| Problem::invalid(e.body_text()))?;
+        let raw = query
+            .get("idempotency_key")
+            .ok_or(crate::key::KeyError::Missing);
+        let key = raw.and_then(|raw| crate::key::parse_key(raw.as_bytes()));
+        Ok(Self(key.map_err(crate::key::problem)?))
     }
 }

@@ -31,7 +31,7 @@ mod lookup;
 mod reaper;
 mod relay;
 
-pub use extract::{Idempotent, Principal};
+pub use extract::{Idempotent, LookupKey, Principal};
 pub use reaper::{interval as reaper_interval, Pass, Recovery};
 pub use relay::{Publish, BATCH};
 

@@ -24,6 +24,10 @@ pub enum DbError {
     /// A transaction kept failing on serialization conflicts or deadlocks.
     #[error("gave up after {0} conflicting attempts")]
     Conflict(u32),
+    /// Application SQL through [`crate::store::sql`] was wrong for it: a parameter missing, a
+    /// column of a type it does not read, a unit of work that awaited something else.
+    #[error("sql: {0}")]
+    Sql(String),
     /// The SQLite file's disk is full: the transaction rolled back, and the same writes can
     /// succeed once space returns.
     #[error("the database's disk is full")]

@@ -5,6 +5,7 @@
 
 mod error;
 pub mod postgres;
+pub mod sql;
 pub mod sqlite;
 
 pub use error::DbError;

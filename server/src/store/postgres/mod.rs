@@ -20,6 +20,7 @@ pub mod lease;
 pub mod outbox;
 pub mod partitions;
 pub mod schema;
+mod sql;
 
 pub use contract::{work, PgKeys, Work, WorkFut};
 

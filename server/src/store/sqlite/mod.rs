@@ -12,6 +12,7 @@ mod group;
 pub mod inbox;
 pub mod keys;
 pub mod outbox;
+mod sql;
 
 pub use contract::{expire_buckets, SqliteKeys, Work};
 pub use db::{Db, Durability, Schema};
