@@ -119,8 +119,11 @@ pub(crate) fn persist_blocking(core: &Arc<Core>, op: Operation) -> Result<Transf
         // this job into its commit and answered it before letting go: the answer is there.
         core.confirmer.commit(Vec::new());
         if core.store.checkpoint_due() {
-            // Not on this caller's time: the store thread does it between commits.
-            core.confirmer.send(Msg::Checkpoint(core.clone()))?;
+            // Not on this caller's time: the store thread does it between commits. The row is
+            // durable whatever happens here, so a failure must not become the caller's answer.
+            if let Err(e) = core.confirmer.send(Msg::Checkpoint(core.clone())) {
+                tracing::warn!(error = %e, "WAL checkpoint not handed off; retried after the next commits");
+            }
         }
     }
     answer.try_recv().unwrap_or_else(|_| Err(lost(core)))
