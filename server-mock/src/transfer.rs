@@ -1,8 +1,6 @@
 //! The transfer pipeline: answer a known key, validate, claim the key, gateway step, one
 //! fenced ledger transaction.
 
-use axum::http::StatusCode;
-
 use crate::gateway::{self, Settle};
 use crate::ledger::{self, TransferRecord};
 use crate::store::NewClaim;
@@ -13,8 +11,13 @@ use sendonce_server::store::DbError;
 use sendonce_server::Problem;
 use sendonce_server::{Answer, Claim};
 
+mod decide;
 mod validate;
 
+pub use decide::{
+    already_debited, decide, insufficient_funds, recipient_balance_limit, recipient_full,
+    Authorised, KeyWrite, Rules, Unmoved, Verdict,
+};
 pub use validate::{
     check_body, parse, validate, TransferBody, ValidTransfer, MAX_AMOUNT_MINOR, MAX_NOTE_CHARS,
 };
@@ -193,27 +196,6 @@ async fn claim(
         .await
 }
 
-/// What the money transaction enforces besides the ledger's own constraints.
-#[derive(Debug, Clone, Copy)]
-pub struct Rules {
-    /// Check the lock first (always, but in a test-only unfenced build).
-    pub fenced: bool,
-    /// Whether the gateway authorised the payment.
-    pub authorised: Authorised,
-    /// Highest balance a recipient may reach (far below i64::MAX, so credits in flight
-    /// can never overflow a balance into a float).
-    pub max_balance: i64,
-}
-
-/// Whether the gateway authorised the payment before the commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Authorised {
-    /// It did: the commit may move money.
-    Yes,
-    /// The balance pre-check skipped it: the commit may only store a 402.
-    No,
-}
-
 /// (3) The money transaction, fenced by `lock_id`.
 async fn commit(
     app: &App,
@@ -281,8 +263,8 @@ pub fn record_from_body(
 /// other outcome written here — and a fence that finds the key decided by another — voids
 /// it (`gateway::settle`).
 ///
-/// Every decision is taken before the debit is written (the order of the PostgreSQL store's
-/// `commit_in`), so nothing written is ever undone and no nested SAVEPOINT is needed; the
+/// The decision is `decide` (the PostgreSQL store asks it too), taken before anything is
+/// written, so nothing written is ever undone and no nested SAVEPOINT is needed; the
 /// ledger's one-debit-per-key index stays the last guard under the look-up — a debit it
 /// refuses fails the job, and the group rolls the job back.
 pub(crate) fn commit_transfer(
@@ -313,62 +295,32 @@ fn commit_in(
     // goes on without it).
     let held = |wrote: bool| wrote || !rules.fenced;
     let reads = ledger::money_reads(tx, user, key, &record.to_user_id)?;
-    if let Some((existing, stored_hash)) = reads.debit {
-        // The last guard: money already moved for this key (the key row expired or was
-        // reaped while an earlier attempt was still running). Answer from the ledger.
-        let (wrote, answer) = if stored_hash == hash {
-            let body = existing.to_json();
-            let wrote = keys::complete(tx, user, key, lock_id, 201, &body)?;
-            (wrote, Answer::replay(201, body))
-        } else {
-            let wrote = keys::release(tx, user, key, lock_id)?;
-            (wrote, Problem::key_reused().into())
-        };
-        if !held(wrote) {
-            return lock_lost(tx, user, key, now);
+    let unmoved = match decide(&reads, record, hash, rules) {
+        Verdict::Unmoved(unmoved) => unmoved,
+        Verdict::Debit => {
+            let body = record.to_json();
+            if !held(keys::complete(tx, user, key, lock_id, 201, &body)?) {
+                return lock_lost(tx, user, key, now);
+            }
+            ledger::insert_debit(tx, record, hash)?;
+            gateway::capture(tx, user, key, now)?;
+            crate::outbox::insert_transfer_done(tx, record, &body)?;
+            return Ok(Answer::committed(body));
         }
-        gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
-        return Ok(answer);
-    }
-    let (balance, recipient) = (reads.balance, reads.recipient_balance);
-    let refusal = if balance < record.amount_minor {
-        Some(insufficient_funds(balance, record.amount_minor))
-    } else if recipient_full(recipient, record.amount_minor, rules.max_balance) {
-        Some(recipient_balance_limit())
-    } else {
-        None
     };
-    if let Some(problem) = refusal {
-        let status = problem.status.as_u16();
-        if !held(keys::complete(
-            tx,
-            user,
-            key,
-            lock_id,
-            status,
-            &problem.body_bytes(),
-        )?) {
-            return lock_lost(tx, user, key, now);
+    let wrote = match unmoved.write {
+        KeyWrite::Complete { status, body } => {
+            keys::complete(tx, user, key, lock_id, status, &body)?
         }
-        gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
-        return Ok(problem.into());
-    }
-    if rules.authorised == Authorised::No {
-        // Money arrived since the pre-check: no debit without the gateway. The retry runs
-        // the whole path.
-        if !held(keys::release(tx, user, key, lock_id)?) {
-            return lock_lost(tx, user, key, now);
-        }
-        return Ok(Problem::key_in_use().into());
-    }
-    let body = record.to_json();
-    if !held(keys::complete(tx, user, key, lock_id, 201, &body)?) {
+        KeyWrite::Release => keys::release(tx, user, key, lock_id)?,
+    };
+    if !held(wrote) {
         return lock_lost(tx, user, key, now);
     }
-    ledger::insert_debit(tx, record, hash)?;
-    gateway::capture(tx, user, key, now)?;
-    crate::outbox::insert_transfer_done(tx, record, &body)?;
-    Ok(Answer::committed(body))
+    if unmoved.void_authorisation {
+        gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
+    }
+    Ok(unmoved.answer)
 }
 
 /// The fence found the key no longer ours: nothing written, a retryable 409.
@@ -384,27 +336,4 @@ fn lock_lost(
     // nobody will capture it then.
     gateway::settle(tx, user, key, now, Settle::IfDecided)?;
     Ok(Problem::key_in_use().into())
-}
-
-/// The stored 402 of a transfer the balance does not cover.
-pub(crate) fn insufficient_funds(balance: i64, amount: i64) -> Problem {
-    Problem::new(
-        StatusCode::PAYMENT_REQUIRED,
-        "insufficient_funds",
-        format!("balance {balance} is less than amount {amount}"),
-    )
-}
-
-/// The stored 422 of a transfer that would take the recipient past the highest balance.
-pub(crate) fn recipient_balance_limit() -> Problem {
-    Problem::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "recipient_balance_limit",
-        "the recipient's balance would exceed the highest balance a wallet may hold",
-    )
-}
-
-/// Whether crediting `amount` takes a recipient holding `balance` past `max_balance`.
-pub(crate) fn recipient_full(balance: i64, amount: i64, max_balance: i64) -> bool {
-    balance.checked_add(amount).is_none_or(|b| b > max_balance)
 }

@@ -1,6 +1,7 @@
 //! Phase 3 on PostgreSQL: the fenced debit, and the ledger reads its last guard and the
-//! look-ups rest on. The decisions are those of `transfer::commit_transfer` (SQLite), in
-//! the same order, on rows locked `FOR UPDATE`.
+//! look-ups rest on. The decision is `transfer::decide`, the one SQLite's
+//! `transfer::commit_transfer` asks too; this file holds how PostgreSQL reads for it, on
+//! rows locked `FOR UPDATE`, and writes its verdict.
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::error::SqlState;
@@ -10,8 +11,8 @@ use tokio_postgres::Row;
 use super::keys::settle;
 use super::{in_transaction, is_conflict, opt, retrying, sqlstate, PgStore};
 use crate::gateway::Settle;
-use crate::ledger::TransferRecord;
-use crate::transfer::{self, Authorised, Rules};
+use crate::ledger::{MoneyReads, TransferRecord};
+use crate::transfer::{self, Authorised, KeyWrite, Rules, Verdict};
 use sendonce_server::store::postgres::keys::{complete, hold, release, HOLD};
 use sendonce_server::store::DbError;
 use sendonce_server::Answer;
@@ -108,8 +109,8 @@ async fn position<C: GenericClient>(
     })
 }
 
-/// Phase 3 in one transaction (`tx`, already open): the fence, then the same decisions
-/// as SQLite's `commit_transfer`, then the debit.
+/// Phase 3 in one transaction (`tx`, already open): the fence, then the money decision
+/// (`transfer::decide`), then the debit.
 pub(super) async fn commit_in<C: GenericClient>(
     tx: &C,
     record: &TransferRecord,
@@ -306,9 +307,9 @@ enum Decision {
     Debit,
 }
 
-/// The fence, then the same decisions as SQLite's `commit_transfer`: the ledger guard,
-/// 402, the recipient's limit, an unauthorised commit; `begin` (if any) is sent in the
-/// same flush as the fence.
+/// The fence, then the money decision (`transfer::decide`, the one SQLite's
+/// `commit_transfer` asks too) on the locked balances, and its writes; `begin` (if any) is
+/// sent in the same flush as the fence.
 async fn decide<C: GenericClient>(
     tx: &C,
     record: &TransferRecord,
@@ -335,8 +336,6 @@ async fn decide<C: GenericClient>(
     let fence = async { Ok::<_, DbError>(!rules.fenced || hold(tx, user, key, lock_id).await?) };
     let ((), held, pos) =
         tokio::try_join!(open, fence, position(tx, user, &record.to_user_id, key))?;
-    // Every outcome below voids the key's authorisation (keys::settle), but the debit, whose
-    // statement captures it, and a release for the retry, which will use it.
     let now = record.created_at_ms;
     if !held {
         tracing::warn!(key, "lock lost before the debit: nothing moved");
@@ -344,30 +343,42 @@ async fn decide<C: GenericClient>(
         settle(tx, user, key, now, Settle::IfDecided).await?;
         return Ok(Decision::Answer(Problem::key_in_use().into()));
     }
-    if pos.debited {
-        if let Some(answer) = guard(tx, user, key, lock_id, hash).await? {
-            settle(tx, user, key, now, Settle::UnlessHeld).await?;
-            return Ok(Decision::Answer(answer));
+    // The debit itself is read only when the position says there is one (rare).
+    let debit = match pos.debited {
+        true => debit_by_key(tx, user, key).await?,
+        false => None,
+    };
+    let reads = MoneyReads {
+        debit,
+        balance: pos.balance,
+        recipient_balance: pos.recipient,
+    };
+    match transfer::decide(&reads, record, hash, rules) {
+        Verdict::Debit => Ok(Decision::Debit),
+        Verdict::Unmoved(unmoved) => {
+            write_key(tx, user, key, lock_id, unmoved.write).await?;
+            if unmoved.void_authorisation {
+                settle(tx, user, key, now, Settle::UnlessHeld).await?;
+            }
+            Ok(Decision::Answer(unmoved.answer))
         }
     }
-    if pos.balance < record.amount_minor {
-        let problem = transfer::insufficient_funds(pos.balance, record.amount_minor);
-        complete(tx, user, key, lock_id, 402, &problem.body_bytes()).await?;
-        settle(tx, user, key, now, Settle::UnlessHeld).await?;
-        return Ok(Decision::Answer(problem.into()));
+}
+
+/// Completes or releases the key we hold, as a verdict without a debit says.
+async fn write_key<C: GenericClient>(
+    tx: &C,
+    user: &str,
+    key: &str,
+    lock_id: &str,
+    write: KeyWrite,
+) -> Result<(), DbError> {
+    match write {
+        KeyWrite::Complete { status, body } => {
+            complete(tx, user, key, lock_id, status, &body).await
+        }
+        KeyWrite::Release => release(tx, user, key, lock_id).await,
     }
-    if transfer::recipient_full(pos.recipient, record.amount_minor, rules.max_balance) {
-        let problem = transfer::recipient_balance_limit();
-        complete(tx, user, key, lock_id, 422, &problem.body_bytes()).await?;
-        settle(tx, user, key, now, Settle::UnlessHeld).await?;
-        return Ok(Decision::Answer(problem.into()));
-    }
-    if rules.authorised == Authorised::No {
-        // Money arrived since the pre-check: no debit without the gateway.
-        release(tx, user, key, lock_id).await?;
-        return Ok(Decision::Answer(Problem::key_in_use().into()));
-    }
-    Ok(Decision::Debit)
 }
 
 /// What follows the `debit` CTE in both debit statements: the gateway's authorisation
@@ -449,7 +460,8 @@ async fn run_debit<C: GenericClient>(
 }
 
 /// The debit inserted nothing: a concurrent debit for this key committed after our
-/// read (only without the fence), and the guard answers from it.
+/// read (only without the fence), and the ledger's guard answers from it, as
+/// `transfer::already_debited` says (the authorisation was captured by that debit).
 async fn lost_race<C: GenericClient>(
     tx: &C,
     record: &TransferRecord,
@@ -460,30 +472,10 @@ async fn lost_race<C: GenericClient>(
         record.from_user_id.as_str(),
         record.idempotency_key.as_str(),
     );
-    Ok(guard(tx, user, key, lock_id, hash)
-        .await?
-        .unwrap_or_else(|| Problem::key_in_use().into()))
-}
-
-/// The last guard: if money already moved for this key, the answer comes from the ledger
-/// (a replay of the same request, or 422 for another body) and the key is settled.
-async fn guard<C: GenericClient>(
-    tx: &C,
-    user: &str,
-    key: &str,
-    lock_id: &str,
-    hash: &[u8],
-) -> Result<Option<Answer>, DbError> {
-    Ok(match debit_by_key(tx, user, key).await? {
-        None => None,
-        Some((existing, stored_hash)) if stored_hash == hash => {
-            let body = existing.to_json();
-            complete(tx, user, key, lock_id, 201, &body).await?;
-            Some(Answer::replay(201, body))
-        }
-        Some(_) => {
-            release(tx, user, key, lock_id).await?;
-            Some(Problem::key_reused().into())
-        }
-    })
+    let Some((existing, stored_hash)) = debit_by_key(tx, user, key).await? else {
+        return Ok(Problem::key_in_use().into());
+    };
+    let unmoved = transfer::already_debited(&existing, &stored_hash, hash);
+    write_key(tx, user, key, lock_id, unmoved.write).await?;
+    Ok(unmoved.answer)
 }

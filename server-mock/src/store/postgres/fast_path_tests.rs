@@ -1,5 +1,6 @@
 //! The one-statement debit (`commit::FAST_DEBIT`) against the full decision path
-//! (`commit::decided`), on every combination of what phase 3 can find: the fast statement
+//! (`commit::decided`, which asks `transfer::decide`: the decision SQLite's commit asks
+//! too), on every combination of what phase 3 can find: the fast statement
 //! must debit exactly when the full path would, answer the same, and leave everything
 //! else to it untouched. Two fresh databases of the test cluster, one per path, set up
 //! alike; skipped (and passing) without `SENDONCE_TEST_POSTGRES`.
