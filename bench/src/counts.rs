@@ -117,6 +117,7 @@ pub fn tap_to_durable(report: &mut Report, dir: &Path, quick: bool) {
         .baseline(format!("{:.1} k raw insert+commit", raw / 1e3))
         .ratio(fmt(sdk_async / raw)),
     );
+    tap_wal_bytes(report, dir);
     report.key("tap_to_durable_instr_ratio", r3(ratio));
     report.key(
         "tap_to_durable_instr",
@@ -133,6 +134,49 @@ pub fn tap_to_durable(report: &mut Report, dir: &Path, quick: bool) {
         ),
     );
 }
+
+/// Figure 1's WAL bytes per confirmation against the raw insert's: runs of 50 and 150, below
+/// both sides' checkpoint thresholds (the SDK: every 500 commits; SQLite's own: 1,000 pages), so
+/// the WAL holds every frame their commits appended, differenced as the instructions are.
+fn tap_wal_bytes(report: &mut Report, dir: &Path) {
+    let (small, large) = (50, 150);
+    let exe = std::env::current_exe().expect("own executable");
+    let wal = |side: &str, n: usize| -> f64 {
+        let out = Command::new(&exe)
+            .args([
+                "child",
+                "tap",
+                side,
+                &n.to_string(),
+                &dir.display().to_string(),
+            ])
+            .output()
+            .expect("tap child runs");
+        assert!(out.status.success(), "tap child {side} {n}: {}", out.status);
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("wal_bytes ")?.trim().parse().ok())
+            .expect("the child's WAL size")
+    };
+    let per = |side: &str| (wal(side, large) - wal(side, small)) / (large - small) as f64;
+    let (sdk, raw) = (per("sdk"), per("raw"));
+    let ratio = sdk / raw;
+    report.rows.push(
+        Row::new("1", "tap-to-durable, WAL bytes per confirmation")
+            .subject(format!("{sdk:.0} B"))
+            .baseline(format!("{raw:.0} B raw insert+commit"))
+            .ratio(fmt(ratio))
+            .target(format!("≤ {TAP_WAL_TARGET}"), ratio <= TAP_WAL_TARGET),
+    );
+    report.key("tap_to_durable_wal_bytes_ratio", r3(ratio));
+    report.key(
+        "tap_to_durable_wal_bytes",
+        serde_json::json!({"sdk": sdk.round(), "raw": raw.round(), "runs": [small, large]}),
+    );
+}
+
+/// Figure 1's WAL gate: a confirmation writes the row the raw insert writes, and nothing else.
+pub const TAP_WAL_TARGET: f64 = 1.05;
 
 /// Figure 3's counts: server-mock's instructions per request of each kind, one at a time.
 pub fn server(report: &mut Report, dir: &Path, quick: bool) {

@@ -150,18 +150,22 @@ impl Raw {
 pub async fn single(side: &str, n: usize, dir: &Path) {
     let tmp = tempfile::tempdir_in(dir).expect("tempdir");
     let start = Instant::now();
+    let db = tmp
+        .path()
+        .join(if side == "raw" { "raw.db" } else { "sdk.db" });
     if side == "raw" {
-        let raw = Raw::open(&tmp.path().join("raw.db")).await;
+        let raw = Raw::open(&db).await;
         for _ in 0..n {
             raw.insert();
         }
+        print_wal_bytes(&db);
     } else {
         let confirm = if side == Confirm::Async.side() {
             Confirm::Async
         } else {
             Confirm::Blocking
         };
-        let config = SdkConfig::builder("http://127.0.0.1:9", tmp.path().join("sdk.db"))
+        let config = SdkConfig::builder("http://127.0.0.1:9", &db)
             .build()
             .expect("config");
         let sdk = Sdk::open(config).expect("sdk opens");
@@ -170,12 +174,22 @@ pub async fn single(side: &str, n: usize, dir: &Path) {
         for _ in 0..n {
             confirm.once(&sdk).await;
         }
+        print_wal_bytes(&db);
         sdk.close();
     }
     println!(
         "{n} {side} confirmations in {:.3} s",
         start.elapsed().as_secs_f64()
     );
+}
+
+/// Prints the size of `db`'s WAL, before closing checkpoints it away: below either side's
+/// checkpoint threshold it is every frame the run's commits appended (`counts::tap_wal_bytes`).
+fn print_wal_bytes(db: &Path) {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    let bytes = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    println!("wal_bytes {bytes}");
 }
 
 /// Runs figure 1 in `dir` (which decides the file system).

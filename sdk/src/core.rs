@@ -154,12 +154,12 @@ impl Core {
         self.changes.send_modify(|n| *n += 1);
     }
 
-    /// Calls every listener; a listener that panics (or whose foreign code throws) is logged, never fatal.
     /// Whether any transfer listener is registered.
     pub fn has_listeners(&self) -> bool {
         !read(&self.listeners).is_empty()
     }
 
+    /// Calls every listener; a listener that panics (or whose foreign code throws) is logged, never fatal.
     pub fn notify_listeners(&self, transfer: &Transfer) {
         let listeners: Vec<_> = read(&self.listeners)
             .iter()

@@ -174,3 +174,32 @@ fn expiry_removes_whole_buckets_only_after_the_window() {
         0
     );
 }
+
+/// `read_beside` answers what `read` and the application's own query answer, in one
+/// statement: with and without a key row, with and without the application's value.
+#[test]
+fn a_key_read_beside_an_application_value_answers_as_the_two_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = open(&dir.path().join("k.db"));
+    c.execute_batch("CREATE TABLE users (user_id TEXT PRIMARY KEY, currency TEXT NOT NULL);")
+        .unwrap();
+    c.execute("INSERT INTO users VALUES ('u2', 'BDT')", [])
+        .unwrap();
+    let who = Instance::new();
+    let beside = "SELECT currency FROM users WHERE user_id = ?3";
+    let claimed = claim(&mut c, &who, "k1", b"{}", "lock", 1_000);
+    assert!(matches!(claimed, Claim::Acquired), "{claimed:?}");
+    for (key, recipient) in [
+        ("k1", "u2"),
+        ("k1", "nobody"),
+        ("k2", "u2"),
+        ("k2", "nobody"),
+    ] {
+        let (row, value) = keys::read_beside(&c, "u1", key, beside, recipient).unwrap();
+        let alone = keys::read(&c, "u1", key).unwrap();
+        assert_eq!(row.is_some(), key == "k1");
+        assert_eq!(format!("{row:?}"), format!("{alone:?}"), "{key}");
+        let expected = (recipient == "u2").then(|| "BDT".to_string());
+        assert_eq!(value, expected, "{key} {recipient}");
+    }
+}

@@ -134,15 +134,11 @@ impl Store for SqliteStore {
         key: String,
         recipient: Option<String>,
     ) -> Fut<'_, (Option<KeyRow>, Option<String>)> {
-        // One visit to the one reader connection: two visits would only queue on its lock,
-        // each paying a blocking task's hand-off.
-        Box::pin(self.db.read(move |c| {
-            let row = keys::read(c, &user_id, &key)?;
-            let currency = match recipient {
-                Some(r) => currency_of(c, &r)?,
-                None => None,
-            };
-            Ok((row, currency))
+        // One visit to the one reader connection (two would only queue on its lock, each
+        // paying a blocking task's hand-off), and one statement.
+        Box::pin(self.db.read(move |c| match recipient {
+            Some(r) => keys::read_beside(c, &user_id, &key, CURRENCY_OF, &r),
+            None => Ok((keys::read(c, &user_id, &key)?, None)),
         }))
     }
 
@@ -353,6 +349,9 @@ fn lookup(c: &Connection, user: &str, key: &str) -> Result<Lookup, DbError> {
 }
 
 /// A user's wallet currency (`None`: no such user).
+/// A user's currency, as [`keys::read_beside`] reads it beside a key row (`?3`: the user).
+const CURRENCY_OF: &str = "SELECT currency FROM users WHERE user_id = ?3";
+
 fn currency_of(c: &Connection, user_id: &str) -> Result<Option<String>, DbError> {
     Ok(
         c.prepare_cached("SELECT currency FROM users WHERE user_id = ?1")?

@@ -63,6 +63,40 @@ pub fn read(conn: &Connection, user_id: &str, key: &str) -> Result<Option<KeyRow
         .optional()?)
 }
 
+/// Reads the key row for (user, key) and, in the same statement, one text value of the
+/// application's: `beside` is a scalar query over its own tables taking its one parameter as
+/// `?3` (`param`), e.g. what validating a new request needs. On a reader connection, the first
+/// statement after a write pays for refilling the page cache the write invalidated; a first
+/// request that looks up its key and then the application's value would pay two statements'
+/// setup where this pays one.
+pub fn read_beside(
+    conn: &Connection,
+    user_id: &str,
+    key: &str,
+    beside: &str,
+    param: &str,
+) -> Result<(Option<KeyRow>, Option<String>), DbError> {
+    // One row always: the key row LEFT JOINed (its columns NULL when there is none).
+    let sql = format!(
+        "SELECT k.request_hash, k.state, k.response_status, k.response_body, ({beside})
+         FROM (SELECT 1) LEFT JOIN idempotency_keys AS k ON k.user_id = ?1 AND k.idem_key = ?2"
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row(params![user_id, key, param], |r| {
+            let row = match r.get::<_, Option<String>>(1)? {
+                None => None,
+                Some(state) => Some(KeyRow {
+                    hash: r.get(0)?,
+                    completed: state == "completed",
+                    status: r.get(2)?,
+                    body: r.get(3)?,
+                }),
+            };
+            Ok((row, r.get(4)?))
+        })?)
+}
+
 /// The fence: whether the key row is still `IN_PROGRESS` under `lock_id`. Checked inside
 /// the transaction that moves money, so a request whose lock was lost (reaped, expired,
 /// finished by the reaper) moves nothing.
