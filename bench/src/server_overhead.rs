@@ -419,7 +419,7 @@ pub async fn run(report: &mut Report, dir: &Path, rounds: usize, dur: Duration) 
              peer = `POST /v1/bench/peer`, what a team would ship instead: a Powertools-style layer on the same \
              database (a conditional insert of an in-progress record, committed like the claim; the handler's \
              balance read, debit and inline credit, FULL; the record updated to completed with the response, \
-             FULL; no fence, no gateway record, no outbox: `server-mock/src/store/sqlite_peer.rs`). Ratios are cost ratios: baseline req/s ÷ subject req/s, \
+             FULL; no fence, no gateway record, no outbox: `server-mock/src/store/sqlite/peer.rs`). Ratios are cost ratios: baseline req/s ÷ subject req/s, \
              per round and over the medians. The plain endpoint does the same auth, parsing and recipient check \
              and one INSERT on the same writer connection.",
             dir.display(),

@@ -209,7 +209,7 @@ impl Server {
         }
     }
 
-    /// `transfer::commit_transfer`, in its order: fence, UNIQUE guard, balance, authorisation, debit.
+    /// `store::sqlite::commit::commit_transfer`, in its order: fence, UNIQUE guard, balance, authorisation, debit.
     fn commit(&mut self, key: Key, body: u8, lock: u8, fenced: bool, auth: Authorised) -> Answer {
         if fenced && !self.holds(key, lock) {
             return Answer::InUse;

@@ -169,7 +169,7 @@ pub(crate) fn resolve(
     }
     if let Some((record, stored_hash)) = ledger::debit_by_key(conn, &s.user, &s.key)? {
         // The debit answers only the request it was made for (the guard of
-        // `transfer::commit_transfer`): a key reused with another body after its row expired
+        // `store::sqlite::commit::commit_transfer`): a key reused with another body after its row expired
         // is released, and its retry gets 422 from that guard instead of a replay of money
         // moved for another body.
         // Either way, an authorisation this holder took after that debit is not used.
@@ -190,7 +190,9 @@ pub(crate) fn resolve(
         // Authorised: finish it as its holder would have, so the key is never released
         // into a second authorisation. The holder, if still alive, is fenced out.
         (Some(_), Some(record)) => {
-            transfer::commit_transfer(conn, &record, &s.hash, &s.lock_id, rules)?;
+            crate::store::sqlite::commit::commit_transfer(
+                conn, &record, &s.hash, &s.lock_id, rules,
+            )?;
             Ok(Resolved::Finished)
         }
         _ => {

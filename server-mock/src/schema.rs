@@ -148,7 +148,7 @@ CREATE TABLE IF NOT EXISTS bench_plain (
     created_at_ms INTEGER NOT NULL
 );
 
--- Benchmark peer: the record table of a Powertools-style idempotency layer (store/sqlite_peer.rs).
+-- Benchmark peer: the record table of a Powertools-style idempotency layer (store/sqlite/peer.rs).
 CREATE TABLE IF NOT EXISTS bench_peer_keys (
     user_id               TEXT NOT NULL,
     idem_key              TEXT NOT NULL,

@@ -22,9 +22,6 @@ use sendonce_server::{Answer, Claim, KeyRow};
 mod fixtures;
 pub mod postgres;
 pub mod sqlite;
-mod sqlite_fixtures;
-mod sqlite_floor;
-mod sqlite_peer;
 
 pub use fixtures::{Fixtures, NewUser, PlainRow, SharedFixtures, Sms, Stats, UserChange};
 pub(crate) use fixtures::{FloorTransfer, PEER_EXPIRES_AFTER_MS, PEER_IN_PROGRESS_MS};

@@ -1,7 +1,7 @@
 //! The money decision of phase 3, written once for both stores: from what the fenced
 //! transaction read (the debit already made under the key, if any, and both balances) to
 //! what it writes and answers. Pure: each store reads, asks [`decide`] and writes the
-//! [`Verdict`] with its own SQL (SQLite: `transfer::commit_in`; PostgreSQL:
+//! [`Verdict`] with its own SQL (SQLite: `store/sqlite/commit.rs`; PostgreSQL:
 //! `store/postgres/commit.rs`), so the rule cannot drift between them.
 //!
 //! PostgreSQL's one-statement fast path (`FAST_DEBIT`) restates the debit's preconditions

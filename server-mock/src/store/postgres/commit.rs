@@ -1,6 +1,6 @@
 //! Phase 3 on PostgreSQL: the fenced debit, and the ledger reads its last guard and the
 //! look-ups rest on. The decision is `transfer::decide`, the one SQLite's
-//! `transfer::commit_transfer` asks too; this file holds how PostgreSQL reads for it, on
+//! `store::sqlite::commit::commit_transfer` asks too; this file holds how PostgreSQL reads for it, on
 //! rows locked `FOR UPDATE`, and writes its verdict.
 
 use deadpool_postgres::GenericClient;

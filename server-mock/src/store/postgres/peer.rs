@@ -1,5 +1,5 @@
 //! The bench's peer on PostgreSQL: the Powertools-style idempotency layer of
-//! `store/sqlite_peer.rs` (read its doc for what it is and is not) on the same database, each
+//! `store/sqlite/peer.rs` (read its doc for what it is and is not) on the same database, each
 //! step one autocommit statement: the conditional insert of the `INPROGRESS` record
 //! (committed without waiting for the disk, as the contract's claim: the handler's commit
 //! after it makes it durable), the handler (the sender's balance row locked and checked, the

@@ -4,10 +4,10 @@ use rusqlite::{params, Connection};
 use sendonce_server::store::sqlite::Durability;
 use sendonce_server::store::DbError;
 
-use super::sqlite::SqliteStore;
-use super::{Fixtures, Fut, NewUser, PlainRow, Sms, Stats, UserChange};
+use super::SqliteStore;
 use crate::gateway;
 use crate::ledger::{self, EntryJson};
+use crate::store::{Fixtures, Fut, NewUser, PlainRow, Sms, Stats, UserChange};
 
 impl Fixtures for SqliteStore {
     fn create_user(&self, u: NewUser) -> Fut<'_, ()> {
@@ -85,7 +85,7 @@ impl Fixtures for SqliteStore {
     }
 
     fn bench_floor(&self, row: PlainRow) -> Option<Fut<'_, i64>> {
-        Some(Box::pin(super::sqlite_floor::first_request(
+        Some(Box::pin(super::floor::first_request(
             &self.db,
             &self.instance,
             row,
@@ -93,7 +93,7 @@ impl Fixtures for SqliteStore {
     }
 
     fn bench_peer(&self, row: PlainRow) -> Option<Fut<'_, i64>> {
-        Some(Box::pin(super::sqlite_peer::first_request(&self.db, row)))
+        Some(Box::pin(super::peer::first_request(&self.db, row)))
     }
 }
 

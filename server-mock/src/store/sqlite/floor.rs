@@ -10,8 +10,8 @@
 
 use rusqlite::params;
 
-use super::{FloorTransfer, Instance, PlainRow};
 use crate::outbox;
+use crate::store::{FloorTransfer, Instance, PlainRow};
 use crate::{gateway, ledger};
 use sendonce_server::store::sqlite::{Db, Durability};
 use sendonce_server::store::DbError;

@@ -1,24 +1,32 @@
 //! The SQLite backend: one process, one file (or `:memory:`), group commit through
-//! [`Db`]. The SQL lives in the modules that always had it (`idempotency`, `ledger`,
-//! `transfer::commit_transfer`, `reaper`, `outbox`, `consumers`, `gateway`); this file
-//! only runs it on the right connection with the right durability.
+//! [`Db`]. The same files as the PostgreSQL backend's folder for the same jobs: this one
+//! runs each unit of work on the right connection with the right durability, `commit.rs`
+//! is phase 3 (the fenced money transaction), `fixtures.rs` the test API's and the bench's
+//! needs, `floor.rs` and `peer.rs` the bench's baselines. The key table's SQL is
+//! sendonce-server's; the application tables' SQL stays with the modules that own those
+//! tables (`ledger`, `gateway`, `outbox`, `consumers`, `reaper`).
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::{
-    Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store,
-};
 use crate::gateway::{self, Authorization};
 use crate::ledger::{self, TransferRecord};
 use crate::outbox;
 use crate::reaper::{self, Resolved, Stuck};
-use crate::transfer::{self, Caller, Rules};
+use crate::store::{
+    Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store,
+};
+use crate::transfer::{Caller, Rules};
 use sendonce_server::store::sqlite::keys;
 use sendonce_server::store::sqlite::{Db, Durability};
 use sendonce_server::store::DbError;
 use sendonce_server::store::NewKey;
 use sendonce_server::Answer;
 use sendonce_server::{Claim, KeyRow, Lease};
+
+pub(crate) mod commit;
+mod fixtures;
+mod floor;
+mod peer;
 
 /// Key rows removed per expiry transaction (between chunks other writes go through).
 const EXPIRE_CHUNK: usize = 1_000;
@@ -205,7 +213,7 @@ impl Store for SqliteStore {
         rules: Rules,
     ) -> Fut<'_, Answer> {
         Box::pin(self.db.write(Durability::Full, move |c| {
-            transfer::commit_transfer(c, &record, &hash, &lock_id, rules)
+            commit::commit_transfer(c, &record, &hash, &lock_id, rules)
         }))
     }
 

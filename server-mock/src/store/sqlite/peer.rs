@@ -16,11 +16,11 @@
 
 use rusqlite::params;
 
-use super::{
+use crate::ledger;
+use crate::store::{
     FloorTransfer, PlainRow, PEER_EXPIRES_AFTER_MS as EXPIRES_AFTER_MS,
     PEER_IN_PROGRESS_MS as IN_PROGRESS_MS,
 };
-use crate::ledger;
 use sendonce_server::store::sqlite::{Db, Durability};
 use sendonce_server::store::DbError;
 
