@@ -3,6 +3,15 @@
 
 use sha2::{Digest, Sha256};
 
+/// The authenticated user making a request.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// Their id.
+    pub user_id: String,
+    /// Their wallet currency.
+    pub currency: String,
+}
+
 /// How long a token minted by the test API lives unless asked otherwise.
 pub const DEFAULT_TOKEN_TTL_MS: i64 = 30 * 86_400_000;
 

@@ -10,9 +10,10 @@ use sendonce_server::store::DbError;
 use sendonce_server::Problem;
 use sendonce_server::{Answer, Claim};
 
-mod decide;
+pub mod decide;
 mod validate;
 
+pub use crate::auth::Caller;
 pub use decide::{
     already_debited, decide, insufficient_funds, recipient_balance_limit, recipient_full,
     Authorised, KeyWrite, Rules, Unmoved, Verdict,
@@ -20,15 +21,6 @@ pub use decide::{
 pub use validate::{
     check_body, parse, validate, TransferBody, ValidTransfer, MAX_AMOUNT_MINOR, MAX_NOTE_CHARS,
 };
-
-/// The authenticated user making a request.
-#[derive(Debug, Clone)]
-pub struct Caller {
-    /// Their id.
-    pub user_id: String,
-    /// Their wallet currency.
-    pub currency: String,
-}
 
 /// Runs one transfer request to its answer. Spawned by the handler so a client that hangs
 /// up mid-request never leaves the work half done.

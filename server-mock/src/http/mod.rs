@@ -18,7 +18,7 @@ use axum::Router;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::transfer::Caller;
+use crate::auth::Caller;
 use crate::App;
 use sendonce_server::Problem;
 

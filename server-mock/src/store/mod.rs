@@ -11,10 +11,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::auth::Caller;
 use crate::gateway::Authorization;
 use crate::ledger::TransferRecord;
 use crate::reaper::{Resolved, Stuck};
-use crate::transfer::{Caller, Rules};
+use crate::transfer::decide::Rules;
 use sendonce_server::store::DbError;
 pub use sendonce_server::Instance;
 use sendonce_server::{Answer, Claim, KeyRow};

@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use super::Caller;
+use crate::auth::Caller;
 use crate::App;
 use sendonce_server::Problem;
 

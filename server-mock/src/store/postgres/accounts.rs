@@ -3,11 +3,11 @@
 use deadpool_postgres::{GenericClient, Transaction};
 
 use super::{exec, opt, rows, PgStore};
+use crate::auth::Caller;
 use crate::ledger::EntryJson;
 use crate::store::{
     Beneficiary, BeneficiaryOutcome, NewBeneficiary, NewUser, PlainRow, Sms, Stats, UserChange,
 };
-use crate::transfer::Caller;
 use sendonce_server::clock::rfc3339;
 use sendonce_server::store::DbError;
 

@@ -12,7 +12,7 @@ use super::keys::settle;
 use super::{in_transaction, is_conflict, opt, retrying, sqlstate, PgStore};
 use crate::gateway::Settle;
 use crate::ledger::{MoneyReads, TransferRecord};
-use crate::transfer::{self, Authorised, KeyWrite, Rules, Verdict};
+use crate::transfer::decide::{self, Authorised, KeyWrite, Rules, Verdict};
 use sendonce_server::store::postgres::keys::{complete, hold, release, HOLD};
 use sendonce_server::store::DbError;
 use sendonce_server::Answer;
@@ -353,7 +353,7 @@ async fn decide<C: GenericClient>(
         balance: pos.balance,
         recipient_balance: pos.recipient,
     };
-    match transfer::decide(&reads, record, hash, rules) {
+    match decide::decide(&reads, record, hash, rules) {
         Verdict::Debit => Ok(Decision::Debit),
         Verdict::Unmoved(unmoved) => {
             write_key(tx, user, key, lock_id, unmoved.write).await?;
@@ -475,7 +475,7 @@ async fn lost_race<C: GenericClient>(
     let Some((existing, stored_hash)) = debit_by_key(tx, user, key).await? else {
         return Ok(Problem::key_in_use().into());
     };
-    let unmoved = transfer::already_debited(&existing, &stored_hash, hash);
+    let unmoved = decide::already_debited(&existing, &stored_hash, hash);
     write_key(tx, user, key, lock_id, unmoved.write).await?;
     Ok(unmoved.answer)
 }

@@ -11,7 +11,8 @@ use super::{exec, in_transaction, opt, retrying, sqlstate, PgStore};
 use crate::gateway::{Authorization, Settle};
 use crate::reaper::{Resolved, Stuck};
 use crate::store::{Instance, Lookup, NewClaim};
-use crate::transfer::{self, Rules};
+use crate::transfer;
+use crate::transfer::decide::Rules;
 use sendonce_server::store::postgres::keys::{
     self as lib_keys, complete, key_row, read, release, with_partition, KEY_LOCK,
 };

@@ -22,11 +22,12 @@ use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMe
 use tokio_postgres::NoTls;
 
 use super::{BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store};
+use crate::auth::Caller;
 use crate::config::DbTimeouts;
 use crate::gateway::Authorization;
 use crate::ledger::TransferRecord;
 use crate::reaper::{Resolved, Stuck};
-use crate::transfer::{Caller, Rules};
+use crate::transfer::decide::Rules;
 use sendonce_server::store::postgres::{
     exec, heartbeat, is_conflict, lease, opt, partitions, rows, sqlstate,
 };

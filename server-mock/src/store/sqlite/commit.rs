@@ -4,7 +4,7 @@
 
 use crate::gateway::{self, Settle};
 use crate::ledger::{self, TransferRecord};
-use crate::transfer::{decide, KeyWrite, Rules, Verdict};
+use crate::transfer::decide::{decide, KeyWrite, Rules, Verdict};
 use sendonce_server::store::sqlite::keys;
 use sendonce_server::store::DbError;
 use sendonce_server::{Answer, Problem};

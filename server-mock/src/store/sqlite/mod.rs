@@ -8,6 +8,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::auth::Caller;
 use crate::gateway::{self, Authorization};
 use crate::ledger::{self, TransferRecord};
 use crate::outbox;
@@ -15,7 +16,7 @@ use crate::reaper::{self, Resolved, Stuck};
 use crate::store::{
     Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store,
 };
-use crate::transfer::{Caller, Rules};
+use crate::transfer::decide::Rules;
 use sendonce_server::store::sqlite::keys;
 use sendonce_server::store::sqlite::{Db, Durability};
 use sendonce_server::store::DbError;
