@@ -1,14 +1,16 @@
-//! The order: its tables, what a valid one is, the simulated card and the unit of work — each
-//! written once, for SQLite and PostgreSQL alike (`sendonce_server::store::sql`).
+//! The order: its tables, who may order, what a valid order is, the simulated card and the
+//! unit of work — each written once, for SQLite and PostgreSQL alike
+//! (`sendonce_server::store::sql`).
 
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use sendonce_server::engine::Authenticate;
 use sendonce_server::params;
-use sendonce_server::store::sql::{Row, Sql, Tx, Value};
+use sendonce_server::store::sql::{Sql, Tx};
 use sendonce_server::store::{DbError, Fence};
 use sendonce_server::{Operation, Outcome, Problem};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 /// The service's own tables (the key table and the outbox are the library's).
@@ -21,28 +23,29 @@ CREATE TABLE IF NOT EXISTS orders (order_id TEXT PRIMARY KEY, user_id TEXT NOT N
     idem_key TEXT NOT NULL, sku TEXT NOT NULL, amount_minor BIGINT NOT NULL,
     auth_id TEXT NOT NULL, UNIQUE (user_id, idem_key));";
 
-/// A customer's prepaid card, as `GET /v1/card` answers it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Card {
-    pub user_id: String,
-    pub currency: String,
-    pub balance_minor: i64,
+/// Bearer tokens, kept as their hashes beside the card: its customer is the principal.
+#[derive(Clone)]
+pub struct Tokens<S>(pub S);
+
+impl<S: Sql + Clone> Authenticate for Tokens<S> {
+    async fn principal(&self, token: &str) -> Result<Option<String>, Problem> {
+        let sql = "SELECT user_id FROM cards WHERE token_hash = $1";
+        let row = self.0.query_opt(sql, params![token_hash(token)]).await;
+        row.and_then(|r| r.map(|r| r.text(0)).transpose())
+            .map_err(DbError::into_problem)
+    }
 }
 
-impl Card {
-    /// The card whose `column` (`user_id`, or `token_hash`: a bearer token's) is `value`.
-    pub async fn find<S: Sql>(db: &S, column: &str, value: Value) -> Result<Option<Card>, DbError> {
-        let sql = format!("SELECT user_id, currency, balance_minor FROM cards WHERE {column} = $1");
-        let row = db.query_opt(&sql, vec![value]).await?;
-        row.map(|r: Row| {
-            Ok(Card {
-                user_id: r.text(0)?,
-                currency: r.text(1)?,
-                balance_minor: r.int(2)?,
-            })
-        })
-        .transpose()
-    }
+/// The caller's card as `GET /v1/card` answers it: `user_id`, `currency`, `balance_minor`.
+pub async fn card<S: Sql>(db: &S, user: String) -> Result<Option<serde_json::Value>, DbError> {
+    let sql = "SELECT currency, balance_minor FROM cards WHERE user_id = $1";
+    let Some(r) = db.query_opt(sql, params![&user]).await? else {
+        return Ok(None);
+    };
+    let (currency, balance_minor) = (r.text(0)?, r.int(1)?);
+    Ok(Some(
+        serde_json::json!({"user_id": user, "currency": currency, "balance_minor": balance_minor}),
+    ))
 }
 
 /// An order as the client sends it.
@@ -69,97 +72,60 @@ impl<S: Sql> Operation<S> for PlaceOrder<S> {
     async fn validate(&self, user_id: &str, body: &[u8]) -> Result<OrderBody, Problem> {
         let order: OrderBody =
             serde_json::from_slice(body).map_err(|e| Problem::invalid(e.to_string()))?;
-        if !(1..=1_000_000_000).contains(&order.amount_minor) || order.note.chars().count() > 140 {
-            return Err(Problem::invalid(
-                "amount_minor must be 1..=1e9, note at most 140 characters",
-            ));
-        }
-        let card = Card::find(&self.db, "user_id", user_id.into()).await;
-        if card
-            .map_err(DbError::into_problem)?
-            .is_none_or(|c| c.currency != order.currency)
-        {
-            return Err(Problem::invalid("currency must be the card's"));
-        }
+        let card = card(&self.db, user_id.to_string()).await;
+        let card = card.map_err(DbError::into_problem)?;
         let sku = self
             .db
             .query_opt("SELECT 1 FROM products WHERE sku = $1", params![&order.sku]);
-        if sku.await.map_err(DbError::into_problem)?.is_none() {
-            return Err(Problem::new(
-                StatusCode::NOT_FOUND,
-                "sku_not_found",
-                "no such product",
-            ));
-        }
-        Ok(order)
+        let problem = if !(1..=1_000_000_000).contains(&order.amount_minor) {
+            "amount_minor must be 1..=1000000000"
+        } else if order.note.chars().count() > 140 {
+            "note must be at most 140 characters"
+        } else if card.is_none_or(|c| c["currency"] != order.currency.as_str()) {
+            "currency must be the card's"
+        } else if sku.await.map_err(DbError::into_problem)?.is_none() {
+            let detail = "no such product";
+            return Err(Problem::new(StatusCode::NOT_FOUND, "sku_not_found", detail));
+        } else {
+            return Ok(order);
+        };
+        Err(Problem::invalid(problem))
     }
 
     /// The simulated card: authorises after `card_delay`, the same id for the same key.
     async fn step(&self, fence: &Fence, _: &OrderBody) -> Result<String, Problem> {
         tokio::time::sleep(self.card_delay).await;
-        let id = token_hash(&format!("{}\u{1f}{}", fence.scope, fence.key));
-        Ok(format!(
-            "auth_{}",
-            id[..8]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        ))
+        let name = format!("{}\u{1f}{}", fence.scope, fence.key);
+        let id = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, name.as_bytes());
+        Ok(format!("auth_{}", id.simple()))
     }
 
     fn work(&self, fence: &Fence, body: OrderBody, auth: String) -> S::Work {
-        let order = Order {
-            order_id: format!("ord_{}", uuid::Uuid::now_v7().simple()),
-            user: fence.scope.clone(),
-            key: fence.key.clone(),
-            body,
-            auth,
-        };
-        S::work(move |tx| {
-            let order = order.clone();
-            Box::pin(async move { order.charge(tx).await })
-        })
+        let id = format!("ord_{}", uuid::Uuid::now_v7().simple());
+        let order = (fence.clone(), id, body, auth);
+        S::work(move |tx| Box::pin(charge(tx, order.clone())))
     }
 }
 
-/// A valid order of `user` under `key`, authorised by the card as `auth`.
-#[derive(Clone)]
-struct Order {
-    order_id: String,
-    user: String,
-    key: String,
-    body: OrderBody,
-    auth: String,
-}
-
-impl Order {
-    /// The unit of work: the card is debited only if it covers the order (one conditional
-    /// write: two orders can never both spend the same money), then the order is stored.
-    async fn charge(self, tx: Tx<'_>) -> Result<Outcome, DbError> {
-        let (user, amount) = (&self.user, self.body.amount_minor);
-        let debit = "UPDATE cards SET balance_minor = balance_minor - $2 WHERE user_id = $1 AND balance_minor >= $2";
-        if tx.execute(debit, params![user, amount]).await? == 0 {
-            let balance = "SELECT balance_minor FROM cards WHERE user_id = $1";
-            let balance = tx.query_opt(balance, params![user]).await?;
-            let detail = format!(
-                "balance {} is less than amount {amount}",
-                balance.map_or(Ok(0), |r| r.int(0))?
-            );
-            let problem = Problem::new(StatusCode::PAYMENT_REQUIRED, "insufficient_funds", detail);
-            return Ok(Outcome::refused(&problem));
-        }
-        let insert = "INSERT INTO orders (order_id, user_id, idem_key, sku, amount_minor, auth_id) VALUES ($1, $2, $3, $4, $5, $6)";
-        let (o, b) = (&self, &self.body);
-        tx.execute(
-            insert,
-            params![&o.order_id, user, &o.key, &b.sku, amount, &o.auth],
-        )
-        .await?;
-        let body = serde_json::json!({"order_id": o.order_id, "sku": b.sku, "amount_minor": amount,
-            "currency": b.currency, "note": b.note, "authorization": o.auth, "idempotency_key": o.key});
-        let bytes = body.to_string().into_bytes();
-        Ok(Outcome::created(bytes.clone()).with_event("order.placed", bytes))
+/// The unit of work: the card is debited only if it covers the order (one conditional write:
+/// two orders can never both spend the same money), then the order is stored under its key.
+async fn charge(tx: Tx<'_>, order: (Fence, String, OrderBody, String)) -> Result<Outcome, DbError> {
+    let (f, id, b, auth) = order;
+    let debit = "UPDATE cards SET balance_minor = balance_minor - $2
+        WHERE user_id = $1 AND balance_minor >= $2";
+    if tx.execute(debit, params![&f.scope, b.amount_minor]).await? == 0 {
+        let detail = format!("the card does not cover {}", b.amount_minor);
+        let refusal = Problem::new(StatusCode::PAYMENT_REQUIRED, "insufficient_funds", detail);
+        return Ok(Outcome::refused(&refusal));
     }
+    let insert = "INSERT INTO orders (order_id, user_id, idem_key, sku, amount_minor, auth_id)
+        VALUES ($1, $2, $3, $4, $5, $6)";
+    let row = params![&id, &f.scope, &f.key, &b.sku, b.amount_minor, &auth];
+    tx.execute(insert, row).await?;
+    let body = serde_json::json!({"order_id": id, "sku": b.sku, "amount_minor": b.amount_minor,
+        "currency": b.currency, "note": b.note, "authorization": auth, "idempotency_key": f.key});
+    let bytes = body.to_string().into_bytes();
+    Ok(Outcome::created(bytes.clone()).with_event("order.placed", bytes))
 }
 
 /// How a bearer token is stored (never the token itself).
@@ -172,24 +138,17 @@ pub async fn seed<S: Sql>(db: &S) -> Result<String, DbError> {
     let mut tokens = Vec::new();
     for (name, balance) in [("a", 1_000_000i64), ("b", 1_000_000), ("broke", 0)] {
         let token = uuid::Uuid::new_v4().simple().to_string();
-        let sql = "INSERT INTO cards (user_id, token_hash, currency, balance_minor) VALUES ($1, $2, 'BDT', $3)";
-        db.execute(
-            sql,
-            params![
-                format!("cus_{name}_{}", &token[..8]),
-                token_hash(&token),
-                balance
-            ],
-        )
-        .await?;
+        let user = format!("cus_{name}_{}", &token[..8]);
+        let card = "INSERT INTO cards (user_id, token_hash, currency, balance_minor)
+            VALUES ($1, $2, 'BDT', $3)";
+        db.execute(card, params![user, token_hash(&token), balance])
+            .await?;
         tokens.push(token);
     }
-    db.execute(
-        "INSERT INTO products (sku) VALUES ($1) ON CONFLICT DO NOTHING",
-        params!["sku_tea"],
-    )
-    .await?;
-    let user = |t: &String| serde_json::json!({"token": t, "currency": "BDT", "allowance_minor": 1_000_000});
+    let sku = "INSERT INTO products (sku) VALUES ('sku_tea') ON CONFLICT DO NOTHING";
+    db.execute(sku, vec![]).await?;
+    let user =
+        |t: &str| serde_json::json!({"token": t, "currency": "BDT", "allowance_minor": 1_000_000});
     let fixtures = serde_json::json!({"users": [user(&tokens[0]), user(&tokens[1])],
         "recipient_id": "sku_tea", "broke_token": tokens[2]});
     Ok(fixtures.to_string())

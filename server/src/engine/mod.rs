@@ -30,10 +30,12 @@ pub mod extract;
 mod lookup;
 mod reaper;
 mod relay;
+mod service;
 
 pub use extract::{Idempotent, LookupKey, Principal};
 pub use reaper::{interval as reaper_interval, Pass, Recovery};
 pub use relay::{Publish, BATCH};
+pub use service::{bearer, Authenticate, Background, RELAY_IDLE};
 
 /// Keys live this long unless configured: longer than any client's retry window (24 h).
 pub const DEFAULT_KEY_WINDOW: Duration = Duration::from_secs(48 * 3600);
