@@ -242,7 +242,7 @@ impl Server {
         }
     }
 
-    /// `reaper::resolve` for one lease-lost key: ledger, then gateway, then release.
+    /// `store::sqlite::keys::resolve` (server-mock) for one lease-lost key: ledger, then gateway, then release.
     pub fn reap(&mut self, m: &Protocol, key: Key) {
         let Some(&Row::InProgress { lock, body, .. }) = self.rows.get(&key) else {
             return;

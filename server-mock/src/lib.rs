@@ -4,6 +4,7 @@
 //! HTTP API; see README.md for the endpoints.
 
 pub mod auth;
+pub mod authorization;
 pub mod config;
 pub mod consumers;
 pub mod faults;
@@ -134,8 +135,11 @@ impl AppState {
     }
 
     /// What the money transaction enforces for a request the gateway did (or did not) authorise.
-    pub(crate) fn rules(&self, authorised: transfer::Authorised) -> transfer::Rules {
-        transfer::Rules {
+    pub(crate) fn rules(
+        &self,
+        authorised: transfer::decide::Authorised,
+    ) -> transfer::decide::Rules {
+        transfer::decide::Rules {
             fenced: self.fenced(),
             authorised,
             max_balance: self.config.max_balance_minor,

@@ -10,17 +10,15 @@ use sendonce_server::store::DbError;
 use sendonce_server::Problem;
 use sendonce_server::{Answer, Claim};
 
+pub mod body;
 pub mod decide;
 mod validate;
 
+use decide::Authorised;
+
 pub use crate::auth::Caller;
-pub use decide::{
-    already_debited, decide, insufficient_funds, recipient_balance_limit, recipient_full,
-    Authorised, KeyWrite, Rules, Unmoved, Verdict,
-};
-pub use validate::{
-    check_body, parse, validate, TransferBody, ValidTransfer, MAX_AMOUNT_MINOR, MAX_NOTE_CHARS,
-};
+pub use body::{record_from_body, TransferBody};
+pub use validate::{check_body, parse, validate, ValidTransfer, MAX_AMOUNT_MINOR, MAX_NOTE_CHARS};
 
 /// Runs one transfer request to its answer. Spawned by the handler so a client that hangs
 /// up mid-request never leaves the work half done.
@@ -217,25 +215,4 @@ async fn commit(
     app.store
         .commit(record, hash.to_vec(), lock_id.to_string(), rules)
         .await
-}
-
-/// The record a stored request body describes (the reaper finishes authorised keys with
-/// it); `None` if the body does not parse, which a claimed key's body always does.
-pub fn record_from_body(
-    user_id: &str,
-    key: &str,
-    body: &[u8],
-    now_ms: i64,
-) -> Option<TransferRecord> {
-    let parsed: TransferBody = serde_json::from_slice(body).ok()?;
-    Some(TransferRecord {
-        transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
-        from_user_id: user_id.to_string(),
-        to_user_id: parsed.to_user_id,
-        amount_minor: parsed.amount_minor,
-        currency: parsed.currency,
-        note: parsed.note,
-        created_at_ms: now_ms,
-        idempotency_key: key.to_string(),
-    })
 }

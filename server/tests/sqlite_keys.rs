@@ -186,7 +186,7 @@ fn a_key_read_beside_an_application_value_answers_as_the_two_reads() {
     c.execute("INSERT INTO users VALUES ('u2', 'BDT')", [])
         .unwrap();
     let who = Instance::new();
-    let beside = "SELECT currency FROM users WHERE user_id = ?3";
+    let beside = keys::ReadBeside::new("SELECT currency FROM users WHERE user_id = ?3");
     let claimed = claim(&mut c, &who, "k1", b"{}", "lock", 1_000);
     assert!(matches!(claimed, Claim::Acquired), "{claimed:?}");
     for (key, recipient) in [
@@ -195,7 +195,7 @@ fn a_key_read_beside_an_application_value_answers_as_the_two_reads() {
         ("k2", "u2"),
         ("k2", "nobody"),
     ] {
-        let (row, value) = keys::read_beside(&c, "u1", key, beside, recipient).unwrap();
+        let (row, value) = keys::read_beside(&c, "u1", key, &beside, recipient).unwrap();
         let alone = keys::read(&c, "u1", key).unwrap();
         assert_eq!(row.is_some(), key == "k1");
         assert_eq!(format!("{row:?}"), format!("{alone:?}"), "{key}");

@@ -12,9 +12,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::auth::Caller;
-use crate::gateway::Authorization;
+use crate::authorization::Authorization;
 use crate::ledger::TransferRecord;
-use crate::reaper::{Resolved, Stuck};
 use crate::transfer::decide::Rules;
 use sendonce_server::store::DbError;
 pub use sendonce_server::Instance;
@@ -326,4 +325,45 @@ mod tests {
         assert!(!is_postgres(":memory:"));
         assert!(!is_postgres("postgres.db"));
     }
+}
+
+/// A key whose lease ran out.
+#[derive(Debug, Clone)]
+pub struct Stuck {
+    /// Owner of the key.
+    pub user: String,
+    /// The key.
+    pub key: String,
+    /// The lock it is held under.
+    pub lock_id: String,
+    /// Stored request fingerprint.
+    pub hash: Vec<u8>,
+    /// Stored request body (finishes an authorised transfer).
+    pub body: Option<Vec<u8>>,
+}
+
+impl From<sendonce_server::store::Stuck> for Stuck {
+    fn from(s: sendonce_server::store::Stuck) -> Self {
+        Self {
+            user: s.fence.scope,
+            key: s.fence.key,
+            lock_id: s.fence.lock_id,
+            hash: s.hash,
+            // A key claimed before the body column existed has none (read back as empty).
+            body: (!s.body.is_empty()).then_some(s.body),
+        }
+    }
+}
+
+/// What the reaper did with one stuck key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolved {
+    /// Money had moved: completed from the ledger debit.
+    Completed,
+    /// Authorised but not debited: finished through the fenced commit.
+    Finished,
+    /// Neither: released, so a retry executes once.
+    Released,
+    /// Its holder finished (or lost) it meanwhile: nothing to do.
+    Moved,
 }

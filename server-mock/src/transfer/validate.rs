@@ -2,8 +2,8 @@
 //! and note are within limits, the recipient exists in the same currency.
 
 use axum::http::StatusCode;
-use serde::Deserialize;
 
+use super::body::TransferBody;
 use crate::auth::Caller;
 use crate::App;
 use sendonce_server::Problem;
@@ -12,20 +12,6 @@ use sendonce_server::Problem;
 pub const MAX_AMOUNT_MINOR: i64 = 1_000_000_000_000;
 /// Longest note accepted, in characters.
 pub const MAX_NOTE_CHARS: usize = 280;
-
-/// Body of `POST /v1/transfers` as sent.
-#[derive(Debug, Deserialize)]
-pub struct TransferBody {
-    /// Recipient.
-    pub to_user_id: String,
-    /// Amount in minor units (checked by [`check_body`]).
-    pub amount_minor: i64,
-    /// Currency (must be the caller's).
-    pub currency: String,
-    /// Optional note.
-    #[serde(default)]
-    pub note: Option<String>,
-}
 
 /// A transfer request that passed validation (recipient exists, currencies match).
 #[derive(Debug, Clone)]

@@ -2,6 +2,7 @@
 //! terms a caller decides on (retry with the same key, or fail).
 
 use deadpool_postgres::PoolError;
+use tokio_postgres::error::SqlState;
 
 use crate::problem::Problem;
 
@@ -66,7 +67,7 @@ impl DbError {
     /// ([`Problem::internal`], the cause logged, never sent).
     pub fn into_problem(self) -> Problem {
         match self {
-            DbError::Postgres(ref pg) if super::postgres::is_transient(pg) => {
+            DbError::Postgres(ref pg) if postgres_gave_up(pg) => {
                 tracing::warn!(%self, "PostgreSQL gave up waiting; answering 503");
                 Problem::busy()
             }
@@ -80,4 +81,22 @@ impl DbError {
             other => Problem::internal(other),
         }
     }
+}
+
+/// PostgreSQL giving up on a wait rather than answering (`store::postgres::is_transient`):
+/// written here, beside the answer it decides, so the error type needs nothing of a store.
+pub(crate) fn postgres_gave_up(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        // The session was ended (a frozen instance's, by `idle_in_transaction_session_timeout`).
+        return true;
+    }
+    matches!(
+        e.code(),
+        Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE
+            || *c == SqlState::QUERY_CANCELED
+            || *c == SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT
+            || *c == SqlState::ADMIN_SHUTDOWN
+            || *c == SqlState::T_R_SERIALIZATION_FAILURE
+            || *c == SqlState::T_R_DEADLOCK_DETECTED
+    )
 }

@@ -8,9 +8,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use super::keys::settle;
+use super::gateway::settle;
 use super::{in_transaction, is_conflict, opt, retrying, sqlstate, PgStore};
-use crate::gateway::Settle;
+use crate::authorization::Settle;
 use crate::ledger::{MoneyReads, TransferRecord};
 use crate::transfer::decide::{self, Authorised, KeyWrite, Rules, Verdict};
 use sendonce_server::store::postgres::keys::{complete, hold, release, HOLD};
@@ -339,7 +339,7 @@ async fn decide<C: GenericClient>(
     let now = record.created_at_ms;
     if !held {
         tracing::warn!(key, "lock lost before the debit: nothing moved");
-        // A late authorisation of a key another request decided (see `gateway::Settle`).
+        // A late authorisation of a key another request decided (see `authorization::Settle`).
         settle(tx, user, key, now, Settle::IfDecided).await?;
         return Ok(Decision::Answer(Problem::key_in_use().into()));
     }
@@ -461,7 +461,7 @@ async fn run_debit<C: GenericClient>(
 
 /// The debit inserted nothing: a concurrent debit for this key committed after our
 /// read (only without the fence), and the ledger's guard answers from it, as
-/// `transfer::already_debited` says (the authorisation was captured by that debit).
+/// `transfer::decide::already_debited` says (the authorisation was captured by that debit).
 async fn lost_race<C: GenericClient>(
     tx: &C,
     record: &TransferRecord,

@@ -9,7 +9,7 @@ use super::commit::{decided, fast_debit};
 use super::tests::fresh;
 use super::*;
 use crate::store::{Fixtures, NewUser};
-use crate::transfer::Authorised;
+use crate::transfer::decide::Authorised;
 
 const AMOUNT: i64 = 100;
 const MAX_BALANCE: i64 = 1_000;

@@ -1,17 +1,19 @@
 //! Idempotency keys on PostgreSQL as server-mock uses them: the claim fused with the
-//! balance read, the gateway's record, look-ups, the reaper's resolution (the debit itself
-//! is `commit`; the key table's shared statements are sendonce-server's `store::postgres::keys`). The decisions are
-//! those of `reaper::resolve` (SQLite), in the same order, on rows locked `FOR UPDATE`.
+//! balance read, look-ups, the reaper's resolution (the debit itself is `commit`, the
+//! gateway's record `gateway`; the key table's shared statements are sendonce-server's
+//! `store::postgres::keys`). The decisions are those of SQLite's `keys::resolve`, in the same
+//! order, on rows locked `FOR UPDATE`.
 
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::error::SqlState;
 
 use super::commit::{commit_in, debit_by_key};
+use super::gateway::settle;
 use super::{exec, in_transaction, opt, retrying, sqlstate, PgStore};
-use crate::gateway::{Authorization, Settle};
-use crate::reaper::{Resolved, Stuck};
+use crate::authorization::Settle;
 use crate::store::{Instance, Lookup, NewClaim};
-use crate::transfer;
+use crate::store::{Resolved, Stuck};
+use crate::transfer::body::record_from_body;
 use crate::transfer::decide::Rules;
 use sendonce_server::store::postgres::keys::{
     self as lib_keys, complete, key_row, read, release, with_partition, KEY_LOCK,
@@ -79,39 +81,6 @@ pub(super) async fn claim(
 const CLAIM: &str =
     "SELECT claimed, balance FROM sendonce_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
-/// The gateway's record for (user, key): the first call stores `fresh_id`, later calls
-/// get the stored authorisation back (durable like a claim, see [`claim`]).
-pub(super) async fn authorize(
-    store: &PgStore,
-    user_id: String,
-    key: String,
-    fresh_id: String,
-    now_ms: i64,
-) -> Result<Authorization, DbError> {
-    let client = store.client().await?;
-    let row = opt(
-        &client,
-        GATEWAY_RECORD,
-        &[&user_id, &key, &fresh_id, &now_ms],
-    )
-    .await?
-    .ok_or_else(|| DbError::Task("gateway record returned no row".into()))?;
-    Ok(Authorization {
-        authorization_id: row.get(0),
-        calls: u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX),
-    })
-}
-
-/// The gateway's record as one autocommit statement. `set_config(…, true)` is
-/// `SET LOCAL`: it lasts until this statement's implicit commit, which it governs, and
-/// never reaches the connection's next transaction (a debit's, say).
-const GATEWAY_RECORD: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
-     INSERT INTO gateway_authorizations
-         (user_id, idem_key, authorization_id, calls, created_at_ms)
-     SELECT $1, $2, $3, 1, $4 FROM async
-     ON CONFLICT (user_id, idem_key) DO UPDATE SET calls = gateway_authorizations.calls + 1
-     RETURNING authorization_id, calls";
-
 /// The key row for (user, key) and the wallet currency of `recipient`, in one statement
 /// (one row always: the row's columns are NULL without a key row).
 pub(super) async fn read_with_currency<C: GenericClient>(
@@ -174,7 +143,7 @@ pub(super) async fn close_unexecuted(
     with_partition(&store.pool, bucket, attempt).await
 }
 
-/// Resolves one stuck key (as `reaper::resolve` does on SQLite). `SKIP LOCKED`: a key
+/// Resolves one stuck key (as SQLite's `keys::resolve` does). `SKIP LOCKED`: a key
 /// another instance's reaper (or its holder's commit) has locked is theirs this round.
 pub(super) async fn resolve_in(
     tx: &Transaction<'_>,
@@ -194,7 +163,7 @@ pub(super) async fn resolve_in(
         return Ok(Resolved::Moved);
     }
     if let Some((record, stored_hash)) = debit_by_key(tx, &s.user, &s.key).await? {
-        // Only the request the debit was made for is completed by it (see reaper::resolve).
+        // Only the request the debit was made for is completed by it (see SQLite's keys::resolve).
         // Either way, an authorisation this holder took after that debit is not used.
         if stored_hash != s.hash {
             release(tx, &s.user, &s.key, &s.lock_id).await?;
@@ -216,7 +185,7 @@ pub(super) async fn resolve_in(
     let record = s
         .body
         .as_deref()
-        .and_then(|b| transfer::record_from_body(&s.user, &s.key, b, now_ms));
+        .and_then(|b| record_from_body(&s.user, &s.key, b, now_ms));
     match (authorised, record) {
         // Authorised: finish it as its holder would have; the holder, if alive, is fenced out.
         (true, Some(record)) => {
@@ -229,62 +198,6 @@ pub(super) async fn resolve_in(
         }
     }
 }
-
-/// Voids the key's uncaptured authorisation when `when` says the key's outcome does not
-/// use it (the rule of `gateway::settle`), inside the caller's transaction. Under the key
-/// lock, as a claim: a claim committed before it is seen `IN_PROGRESS` and keeps its
-/// authorisation; one after it finds no live authorisation and gets a fresh one — never
-/// one voided under it.
-pub(super) async fn settle<C: GenericClient>(
-    tx: &C,
-    user_id: &str,
-    key: &str,
-    now_ms: i64,
-    when: Settle,
-) -> Result<(), DbError> {
-    exec(tx, KEY_LOCK, &[&user_id, &key]).await?;
-    let sql = match when {
-        Settle::UnlessHeld => VOID_UNLESS_HELD,
-        Settle::IfDecided => VOID_IF_DECIDED,
-    };
-    exec(tx, sql, &[&user_id, &key, &now_ms]).await?;
-    Ok(())
-}
-
-/// Moves the key's uncaptured authorisation to the voids, if the key is not held.
-const VOID_UNLESS_HELD: &str = concat!(
-    "WITH voided AS (
-         DELETE FROM gateway_authorizations
-         WHERE user_id = $1 AND idem_key = $2 AND captured_at_ms IS NULL
-           AND NOT EXISTS (SELECT 1 FROM idempotency_keys
-                           WHERE user_id = $1 AND idem_key = $2 AND state = 'in_progress')",
-    void_into!()
-);
-
-/// Moves the key's uncaptured authorisation to the voids, if the key has its outcome.
-const VOID_IF_DECIDED: &str = concat!(
-    "WITH voided AS (
-         DELETE FROM gateway_authorizations
-         WHERE user_id = $1 AND idem_key = $2 AND captured_at_ms IS NULL
-           AND NOT EXISTS (SELECT 1 FROM idempotency_keys
-                           WHERE user_id = $1 AND idem_key = $2 AND state = 'in_progress')
-           AND EXISTS (SELECT 1 FROM idempotency_keys
-                       WHERE user_id = $1 AND idem_key = $2 AND state = 'completed')",
-    void_into!()
-);
-
-/// The end of both void statements: the deleted rows inserted into the voids.
-macro_rules! void_into {
-    () => {
-        "
-         RETURNING authorization_id, user_id, idem_key, calls, created_at_ms)
-         INSERT INTO gateway_voids
-             (authorization_id, user_id, idem_key, calls, created_at_ms, voided_at_ms)
-         SELECT authorization_id, user_id, idem_key, calls, created_at_ms, $3 FROM voided
-         ON CONFLICT (authorization_id) DO NOTHING"
-    };
-}
-use void_into;
 
 /// Releases a key we hold after a failed commit and voids its authorisation, in one
 /// transaction (the pipeline's error path).
@@ -299,41 +212,4 @@ pub(super) async fn release_unused(
         release(&tx, &user_id, &key, &lock_id).await?;
         settle(&tx, &user_id, &key, now_ms, Settle::UnlessHeld).await?;
     })
-}
-
-/// Forgets gateway records older than `before_ms` (they need only outlive the window); an
-/// authorisation never captured by then is voided first, never just forgotten, and voids
-/// are forgotten a window after they were made.
-pub(super) async fn expire_gateway<C: GenericClient>(
-    c: &C,
-    before_ms: i64,
-    now_ms: i64,
-) -> Result<(), DbError> {
-    exec(
-        c,
-        "WITH voided AS (
-             DELETE FROM gateway_authorizations
-             WHERE created_at_ms < $1 AND captured_at_ms IS NULL
-             RETURNING authorization_id, user_id, idem_key, calls, created_at_ms)
-         INSERT INTO gateway_voids
-             (authorization_id, user_id, idem_key, calls, created_at_ms, voided_at_ms)
-         SELECT authorization_id, user_id, idem_key, calls, created_at_ms, $2 FROM voided
-         ON CONFLICT (authorization_id) DO NOTHING",
-        &[&before_ms, &now_ms],
-    )
-    .await?;
-    exec(
-        c,
-        "DELETE FROM gateway_authorizations
-         WHERE created_at_ms < $1 AND captured_at_ms IS NOT NULL",
-        &[&before_ms],
-    )
-    .await?;
-    exec(
-        c,
-        "DELETE FROM gateway_voids WHERE voided_at_ms < $1",
-        &[&before_ms],
-    )
-    .await?;
-    Ok(())
 }

@@ -21,12 +21,13 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
-use super::{BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store};
+use super::{
+    BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Resolved, Store, Stuck,
+};
 use crate::auth::Caller;
+use crate::authorization::Authorization;
 use crate::config::DbTimeouts;
-use crate::gateway::Authorization;
 use crate::ledger::TransferRecord;
-use crate::reaper::{Resolved, Stuck};
 use crate::transfer::decide::Rules;
 use sendonce_server::store::postgres::{
     exec, heartbeat, is_conflict, lease, opt, partitions, rows, sqlstate,
@@ -40,6 +41,7 @@ mod broker_relay;
 mod commit;
 mod fixtures;
 mod floor;
+mod gateway;
 mod keys;
 mod peer;
 mod relay;
@@ -277,7 +279,7 @@ impl Store for PgStore {
         fresh_id: String,
         now_ms: i64,
     ) -> Fut<'_, Authorization> {
-        Box::pin(keys::authorize(self, user_id, key, fresh_id, now_ms))
+        Box::pin(gateway::authorize(self, user_id, key, fresh_id, now_ms))
     }
 
     fn commit(
@@ -374,7 +376,7 @@ impl Store for PgStore {
                 heartbeat::agreed_now(&self.client().await?, &self.instance, now_ms).await?;
             partitions::ensure_ahead(&self.pool, now_ms, key_window_ms, &self.create_retry).await?;
             let expired = partitions::expire(&self.pool, now_ms, key_window_ms).await?;
-            keys::expire_gateway(&self.client().await?, now_ms - key_window_ms, now_ms).await?;
+            gateway::expire_gateway(&self.client().await?, now_ms - key_window_ms, now_ms).await?;
             Ok(expired)
         })
     }

@@ -2,7 +2,8 @@
 //! one the PostgreSQL store's `commit.rs` asks too; this file holds how SQLite reads for it
 //! and writes its verdict.
 
-use crate::gateway::{self, Settle};
+use super::gateway::{capture, settle};
+use crate::authorization::Settle;
 use crate::ledger::{self, TransferRecord};
 use crate::transfer::decide::{decide, KeyWrite, Rules, Verdict};
 use sendonce_server::store::sqlite::keys;
@@ -63,7 +64,7 @@ fn commit_in(
                 return lock_lost(tx, user, key, now);
             }
             ledger::insert_debit(tx, record, hash)?;
-            gateway::capture(tx, user, key, now)?;
+            capture(tx, user, key, now)?;
             crate::outbox::insert_transfer_done(tx, record, &body)?;
             return Ok(Answer::committed(body));
         }
@@ -78,7 +79,7 @@ fn commit_in(
         return lock_lost(tx, user, key, now);
     }
     if unmoved.void_authorisation {
-        gateway::settle(tx, user, key, now, Settle::UnlessHeld)?;
+        settle(tx, user, key, now, Settle::UnlessHeld)?;
     }
     Ok(unmoved.answer)
 }
@@ -94,6 +95,6 @@ fn lock_lost(
     // Asleep in the gateway past its lease, this request may have written the key's
     // authorisation after the key got its outcome (a look-up's 404, a retry's 402):
     // nobody will capture it then.
-    gateway::settle(tx, user, key, now, Settle::IfDecided)?;
+    settle(tx, user, key, now, Settle::IfDecided)?;
     Ok(Problem::key_in_use().into())
 }

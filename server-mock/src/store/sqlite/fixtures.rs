@@ -5,7 +5,6 @@ use sendonce_server::store::sqlite::Durability;
 use sendonce_server::store::DbError;
 
 use super::SqliteStore;
-use crate::gateway;
 use crate::ledger::{self, EntryJson};
 use crate::store::{Fixtures, Fut, NewUser, PlainRow, Sms, Stats, UserChange};
 
@@ -99,7 +98,7 @@ impl Fixtures for SqliteStore {
 
 fn stats(c: &Connection) -> Result<Stats, DbError> {
     let count = |sql: &str| -> Result<i64, DbError> { Ok(c.query_row(sql, [], |r| r.get(0))?) };
-    let gateway = gateway::counts(c)?;
+    let gateway = super::gateway::counts(c)?;
     Ok(Stats {
         idempotency_keys: count("SELECT COUNT(*) FROM idempotency_keys")?,
         keys_in_progress: count(

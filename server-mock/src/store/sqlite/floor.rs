@@ -10,9 +10,9 @@
 
 use rusqlite::params;
 
+use crate::ledger;
 use crate::outbox;
 use crate::store::{FloorTransfer, Instance, PlainRow};
-use crate::{gateway, ledger};
 use sendonce_server::store::sqlite::{Db, Durability};
 use sendonce_server::store::DbError;
 
@@ -92,7 +92,7 @@ pub(super) async fn first_request(
             return Err(DbError::Task("the floor's key was not in progress".into()));
         }
         ledger::insert_debit(c, &t, &hash)?;
-        gateway::capture(c, &t.from_user_id, &t.idempotency_key, t.created_at_ms)?;
+        super::gateway::capture(c, &t.from_user_id, &t.idempotency_key, t.created_at_ms)?;
         outbox::insert_transfer_done(c, &t, &body)
     })
     .await

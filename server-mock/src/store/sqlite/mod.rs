@@ -6,18 +6,20 @@
 //! sendonce-server's; the application tables' SQL stays with the modules that own those
 //! tables (`ledger`, `gateway`, `outbox`, `consumers`, `reaper`).
 
+use std::sync::LazyLock;
+
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::auth::Caller;
-use crate::gateway::{self, Authorization};
+use crate::authorization::{Authorization, Settle};
 use crate::ledger::{self, TransferRecord};
 use crate::outbox;
-use crate::reaper::{self, Resolved, Stuck};
 use crate::store::{
-    Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store,
+    Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Resolved,
+    Store, Stuck,
 };
 use crate::transfer::decide::Rules;
-use sendonce_server::store::sqlite::keys;
+use sendonce_server::store::sqlite::keys as lib_keys;
 use sendonce_server::store::sqlite::{Db, Durability};
 use sendonce_server::store::DbError;
 use sendonce_server::store::NewKey;
@@ -27,6 +29,8 @@ use sendonce_server::{Claim, KeyRow, Lease};
 pub(crate) mod commit;
 mod fixtures;
 mod floor;
+pub(crate) mod gateway;
+mod keys;
 mod peer;
 
 /// Key rows removed per expiry transaction (between chunks other writes go through).
@@ -134,7 +138,7 @@ impl Store for SqliteStore {
     }
 
     fn key_row(&self, user_id: String, key: String) -> Fut<'_, Option<KeyRow>> {
-        Box::pin(self.db.read(move |c| keys::read(c, &user_id, &key)))
+        Box::pin(self.db.read(move |c| lib_keys::read(c, &user_id, &key)))
     }
 
     fn key_row_and_currency(
@@ -146,8 +150,8 @@ impl Store for SqliteStore {
         // One visit to the one reader connection (two would only queue on its lock, each
         // paying a blocking task's hand-off), and one statement.
         Box::pin(self.db.read(move |c| match recipient {
-            Some(r) => keys::read_beside(c, &user_id, &key, CURRENCY_OF, &r),
-            None => Ok((keys::read(c, &user_id, &key)?, None)),
+            Some(r) => lib_keys::read_beside(c, &user_id, &key, &CURRENCY_BESIDE, &r),
+            None => Ok((lib_keys::read(c, &user_id, &key)?, None)),
         }))
     }
 
@@ -168,7 +172,7 @@ impl Store for SqliteStore {
         // The pre-check's balance is read in the same job (one point read on the writer
         // costs less than a visit to the reader connection beside it).
         Box::pin(self.db.write(Durability::Normal, move |c| {
-            let claimed = keys::claim(
+            let claimed = lib_keys::claim(
                 c,
                 &NewKey {
                     user_id: &k.user_id,
@@ -220,8 +224,8 @@ impl Store for SqliteStore {
 
     fn release(&self, user_id: String, key: String, lock_id: String, now_ms: i64) -> Fut<'_, ()> {
         Box::pin(self.db.write(Durability::Full, move |c| {
-            keys::release(c, &user_id, &key, &lock_id)?;
-            gateway::settle(c, &user_id, &key, now_ms, gateway::Settle::UnlessHeld)?;
+            lib_keys::release(c, &user_id, &key, &lock_id)?;
+            gateway::settle(c, &user_id, &key, now_ms, Settle::UnlessHeld)?;
             Ok(())
         }))
     }
@@ -242,9 +246,10 @@ impl Store for SqliteStore {
             if let Some((record, _)) = ledger::debit_by_key(c, &user_id, &key)? {
                 return Ok(Ok(record));
             }
-            let closed = keys::close_unexecuted(c, &user_id, &key, now_ms, bucket_width_ms, &body)?;
+            let closed =
+                lib_keys::close_unexecuted(c, &user_id, &key, now_ms, bucket_width_ms, &body)?;
             // "Not executed" is final: an authorisation a lost request left is voided.
-            gateway::settle(c, &user_id, &key, now_ms, gateway::Settle::UnlessHeld)?;
+            gateway::settle(c, &user_id, &key, now_ms, Settle::UnlessHeld)?;
             Ok(Err(closed))
         }))
     }
@@ -266,7 +271,7 @@ impl Store for SqliteStore {
         let me = self.instance.id.to_string();
         let cutoff = self.instance.mono_ms().saturating_sub(lock_timeout_ms);
         Box::pin(self.db.read(move |c| {
-            Ok(keys::stuck(c, &me, cutoff)?
+            Ok(lib_keys::stuck(c, &me, cutoff)?
                 .into_iter()
                 .map(Stuck::from)
                 .collect())
@@ -275,7 +280,7 @@ impl Store for SqliteStore {
 
     fn resolve(&self, stuck: Stuck, now_ms: i64, rules: Rules) -> Fut<'_, Resolved> {
         Box::pin(self.db.write(Durability::Full, move |c| {
-            reaper::resolve(c, &stuck, now_ms, rules)
+            keys::resolve(c, &stuck, now_ms, rules)
         }))
     }
 
@@ -354,13 +359,14 @@ fn lookup(c: &Connection, user: &str, key: &str) -> Result<Lookup, DbError> {
     if let Some((record, _)) = ledger::debit_by_key(c, user, key)? {
         return Ok(Ok(record));
     }
-    Ok(Err(keys::read(c, user, key)?))
+    Ok(Err(lib_keys::read(c, user, key)?))
 }
 
-/// A user's wallet currency (`None`: no such user).
-/// A user's currency, as [`keys::read_beside`] reads it beside a key row (`?3`: the user).
-const CURRENCY_OF: &str = "SELECT currency FROM users WHERE user_id = ?3";
+/// A user's currency, as [`lib_keys::read_beside`] reads it beside a key row (`?3`: the user).
+static CURRENCY_BESIDE: LazyLock<lib_keys::ReadBeside> =
+    LazyLock::new(|| lib_keys::ReadBeside::new("SELECT currency FROM users WHERE user_id = ?3"));
 
+/// A user's wallet currency (`None`: no such user).
 fn currency_of(c: &Connection, user_id: &str) -> Result<Option<String>, DbError> {
     Ok(
         c.prepare_cached("SELECT currency FROM users WHERE user_id = ?1")?

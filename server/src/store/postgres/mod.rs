@@ -40,19 +40,7 @@ pub fn is_conflict(e: &DbError) -> bool {
 /// session lost during its COMMIT, its outcome is for the retry to find through the key
 /// row and the ledger), and the request may be retried as it is, with the same key.
 pub fn is_transient(e: &tokio_postgres::Error) -> bool {
-    if e.is_closed() {
-        // The session was ended (a frozen instance's, by `idle_in_transaction_session_timeout`).
-        return true;
-    }
-    matches!(
-        e.code(),
-        Some(c) if *c == SqlState::LOCK_NOT_AVAILABLE
-            || *c == SqlState::QUERY_CANCELED
-            || *c == SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT
-            || *c == SqlState::ADMIN_SHUTDOWN
-            || *c == SqlState::T_R_SERIALIZATION_FAILURE
-            || *c == SqlState::T_R_DEADLOCK_DETECTED
-    )
+    super::error::postgres_gave_up(e)
 }
 
 /// The SQLSTATE of a PostgreSQL error, if `e` is one.

@@ -63,26 +63,37 @@ pub fn read(conn: &Connection, user_id: &str, key: &str) -> Result<Option<KeyRow
         .optional()?)
 }
 
-/// Reads the key row for (user, key) and, in the same statement, one text value of the
-/// application's: `beside` is a scalar query over its own tables taking its one parameter as
-/// `?3` (`param`), e.g. what validating a new request needs. On a reader connection, the first
-/// statement after a write pays for refilling the page cache the write invalidated; a first
-/// request that looks up its key and then the application's value would pay two statements'
-/// setup where this pays one.
+/// The statement of [`read_beside`]: the key row and, in the same statement, one text value
+/// of the application's. Built once (keep it in a `static LazyLock` or beside your store), so
+/// a request's read neither formats nor allocates its text before the statement cache finds it.
+#[derive(Debug, Clone)]
+pub struct ReadBeside(String);
+
+impl ReadBeside {
+    /// `beside` is a scalar query over the application's own tables taking its one parameter
+    /// as `?3`, e.g. `SELECT currency FROM users WHERE user_id = ?3`.
+    pub fn new(beside: &str) -> Self {
+        // One row always: the key row LEFT JOINed (its columns NULL when there is none).
+        Self(format!(
+            "SELECT k.request_hash, k.state, k.response_status, k.response_body, ({beside})
+             FROM (SELECT 1) LEFT JOIN idempotency_keys AS k ON k.user_id = ?1 AND k.idem_key = ?2"
+        ))
+    }
+}
+
+/// Reads the key row for (user, key) and the value `beside` selects for `param`, e.g. what
+/// validating a new request needs. On a reader connection, the first statement after a write
+/// pays for refilling the page cache the write invalidated; a first request that looks up its
+/// key and then the application's value would pay two statements' setup where this pays one.
 pub fn read_beside(
     conn: &Connection,
     user_id: &str,
     key: &str,
-    beside: &str,
+    beside: &ReadBeside,
     param: &str,
 ) -> Result<(Option<KeyRow>, Option<String>), DbError> {
-    // One row always: the key row LEFT JOINed (its columns NULL when there is none).
-    let sql = format!(
-        "SELECT k.request_hash, k.state, k.response_status, k.response_body, ({beside})
-         FROM (SELECT 1) LEFT JOIN idempotency_keys AS k ON k.user_id = ?1 AND k.idem_key = ?2"
-    );
     Ok(conn
-        .prepare_cached(&sql)?
+        .prepare_cached(&beside.0)?
         .query_row(params![user_id, key, param], |r| {
             let row = match r.get::<_, Option<String>>(1)? {
                 None => None,
