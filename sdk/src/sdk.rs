@@ -69,6 +69,7 @@ impl Sdk {
                 let runtime = tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(2)
                     .thread_name("sendonce")
+                    .on_thread_start(crate::core::background_thread)
                     .enable_all()
                     .build()
                     .map_err(|e| SdkError::Internal(format!("could not start the runtime: {e}")))?;

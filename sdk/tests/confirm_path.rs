@@ -273,3 +273,49 @@ async fn a_second_open_during_checkpoints_is_already_open_not_corrupt() {
         "{corrupt} of {tries} second opens called a live file corrupt"
     );
 }
+
+/// The SDK's runtime threads run `SCHED_BATCH` (they never preempt the thread that woke them:
+/// a confirmation's caller is not held up by the listeners' dispatcher it wakes), while the
+/// store thread, which an async caller waits on, keeps the default policy. Read from the
+/// kernel's own record of each thread (`/proc/self/task/*/stat`, field 41).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_runtime_threads_never_preempt_their_wakers_and_the_store_thread_keeps_its_policy() {
+    const SCHED_OTHER: u32 = 0;
+    const SCHED_BATCH: u32 = 3;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(SimClock::new(START, 1.0));
+    let sdk = offline(&dir.path().join("d.db"), &clock);
+    let policies = || -> Vec<(String, u32)> {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| {
+                let t = t.ok()?.path();
+                let stat = std::fs::read_to_string(t.join("stat")).ok()?;
+                let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+                let policy = rest.split(' ').nth(38)?.parse().ok()?;
+                Some((name.to_string(), policy))
+            })
+            .filter(|(name, _)| name.starts_with("sendonce"))
+            .collect()
+    };
+    // Each worker sets its policy as it starts (here and in any SDK another test of this binary
+    // opens meanwhile): a bounded wait for all of them.
+    let mut seen = policies();
+    for _ in 0..100 {
+        let workers = seen.iter().filter(|(n, _)| n == "sendonce");
+        if workers.clone().count() >= 2 && workers.clone().all(|(_, p)| *p == SCHED_BATCH) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        seen = policies();
+    }
+    let workers: Vec<_> = seen.iter().filter(|(n, _)| n == "sendonce").collect();
+    assert!(workers.len() >= 2, "the runtime's two workers: {seen:?}");
+    assert!(workers.iter().all(|(_, p)| *p == SCHED_BATCH), "{seen:?}");
+    // Other tests of this binary may have SDKs open too: every store thread is checked.
+    let store: Vec<_> = seen.iter().filter(|(n, _)| n == "sendonce-store").collect();
+    assert!(!store.is_empty(), "{seen:?}");
+    assert!(store.iter().all(|(_, p)| *p == SCHED_OTHER), "{seen:?}");
+    drop(sdk);
+}

@@ -62,9 +62,9 @@ pub(crate) fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rusqlite::params;
     use crate::ledger::TransferRecord;
     use crate::transfer::decide::Authorised;
+    use rusqlite::params;
     use sendonce_server::store::sqlite::Db;
 
     fn stuck_key(c: &Connection, key: &str, instance: &str, mono: i64) {
