@@ -6,9 +6,10 @@
 use deadpool_postgres::GenericClient;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::Row;
 
 use super::gateway::settle;
+use super::ledger::debit_by_key;
+use super::transaction::{Open, BEGIN};
 use super::{in_transaction, is_conflict, opt, retrying, sqlstate, PgStore};
 use crate::authorization::Settle;
 use crate::ledger::{MoneyReads, TransferRecord};
@@ -17,61 +18,6 @@ use sendonce_server::store::postgres::keys::{complete, hold, release, HOLD};
 use sendonce_server::store::DbError;
 use sendonce_server::Answer;
 use sendonce_server::Problem;
-
-const DEBIT_COLUMNS: &str =
-    "transfer_id, user_id, counterparty, amount_minor, currency, note, created_at_ms, idem_key";
-
-fn record_from_row(r: &Row) -> TransferRecord {
-    TransferRecord {
-        transfer_id: r.get(0),
-        from_user_id: r.get(1),
-        to_user_id: r.get(2),
-        amount_minor: r.get(3),
-        currency: r.get(4),
-        note: r.get(5),
-        created_at_ms: r.get(6),
-        idempotency_key: r.get(7),
-    }
-}
-
-/// The debit (and its request fingerprint) for a sender's key, if money moved.
-pub(super) async fn debit_by_key<C: GenericClient>(
-    c: &C,
-    user_id: &str,
-    key: &str,
-) -> Result<Option<(TransferRecord, Vec<u8>)>, DbError> {
-    let row = opt(
-        c,
-        &format!(
-            "SELECT {DEBIT_COLUMNS}, request_hash FROM ledger
-             WHERE kind = 'debit' AND user_id = $1 AND idem_key = $2"
-        ),
-        &[&user_id, &key],
-    )
-    .await?;
-    Ok(row.map(|r| {
-        let hash: Option<Vec<u8>> = r.get(8);
-        (record_from_row(&r), hash.unwrap_or_default())
-    }))
-}
-
-/// The sender's debit for a transfer id.
-pub(super) async fn debit_by_transfer<C: GenericClient>(
-    c: &C,
-    user_id: &str,
-    transfer_id: &str,
-) -> Result<Option<TransferRecord>, DbError> {
-    let row = opt(
-        c,
-        &format!(
-            "SELECT {DEBIT_COLUMNS} FROM ledger
-             WHERE kind = 'debit' AND user_id = $1 AND transfer_id = $2"
-        ),
-        &[&user_id, &transfer_id],
-    )
-    .await?;
-    Ok(row.as_ref().map(record_from_row))
-}
 
 /// What the debit decision reads, in one statement: the sender's balance (its row locked
 /// so one sender's debits run one at a time), the recipient's, and whether a debit for
@@ -151,10 +97,10 @@ pub(super) async fn commit(
 }
 
 /// The fence, the sender's balance row (both locked, in that order: the order of
-/// [`decide`] and the reaper), the checks of [`decide`] that let a debit go ahead, then
+/// [`decide()`] and the reaper), the checks of [`decide()`] that let a debit go ahead, then
 /// the debit, its event and the completed key — all in one statement, so the transaction
 /// costs no `BEGIN`/`COMMIT` of its own. When any check fails it inserts nothing and
-/// [`decide`] answers; the statement never stores an answer but a debit's 201.
+/// [`decide()`] answers; the statement never stores an answer but a debit's 201.
 ///
 /// In the one statement, the sender's balance is the locked row's latest version; the
 /// recipient's balance is read on the statement's snapshot, as in [`POSITION`]. The
@@ -245,58 +191,6 @@ pub(super) async fn decided(
         Ok(answer)
     })
     .await
-}
-
-// Pipelined statements: tokio-postgres sends a query when its future is first polled, and
-// `try_join!` polls in order, so statements prepared beforehand (no round trip of their
-// own) reach PostgreSQL in that order, in one flush, and run one after the other; an error
-// in one fails those after it (the transaction is aborted), and that first error is
-// returned. Every request of a `try_join!` is sent on its first poll, before any answer
-// is awaited, so a caller dropped midway still leaves the whole batch queued: a batch
-// ending in COMMIT never leaves its connection inside a transaction.
-
-/// The hot path's BEGIN (the isolation level of [`in_transaction!`]).
-const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
-
-/// A pooled connection inside a transaction this code opened by hand: dropped before
-/// [`Open::close`] (a cancelled request), it leaves the pool and its connection closes,
-/// so PostgreSQL rolls back — a later request never finds itself inside our transaction.
-struct Open {
-    client: Option<deadpool_postgres::Client>,
-    done: std::cell::Cell<bool>,
-}
-
-impl Open {
-    fn new(client: deadpool_postgres::Client) -> Self {
-        Self {
-            client: Some(client),
-            done: std::cell::Cell::new(false),
-        }
-    }
-
-    fn client(&self) -> &deadpool_postgres::Client {
-        self.client.as_ref().expect("open until dropped")
-    }
-
-    /// The transaction's end was sent (the connection is idle once it has run).
-    fn closed(&self) {
-        self.done.set(true);
-    }
-
-    async fn close(self, end: &str) -> Result<(), DbError> {
-        self.closed();
-        Ok(self.client().batch_execute(end).await?)
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        if !self.done.get() {
-            if let Some(client) = self.client.take() {
-                drop(deadpool_postgres::Client::take(client));
-            }
-        }
-    }
 }
 
 /// What the fence and the balances decide before any write.

@@ -7,8 +7,9 @@
 use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::error::SqlState;
 
-use super::commit::{commit_in, debit_by_key};
+use super::commit::commit_in;
 use super::gateway::settle;
+use super::ledger::debit_by_key;
 use super::{exec, in_transaction, opt, retrying, sqlstate, PgStore};
 use crate::authorization::Settle;
 use crate::store::{Instance, Lookup, NewClaim};

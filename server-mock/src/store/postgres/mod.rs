@@ -43,10 +43,12 @@ mod fixtures;
 mod floor;
 mod gateway;
 mod keys;
+mod ledger;
 mod peer;
 mod relay;
 mod retention;
 mod schema;
+mod transaction;
 
 /// How long a request waits for a free connection before it is answered 503.
 pub const POOL_WAIT: Duration = Duration::from_secs(2);
@@ -324,7 +326,7 @@ impl Store for PgStore {
         transfer_id: String,
     ) -> Fut<'_, Option<TransferRecord>> {
         Box::pin(async move {
-            commit::debit_by_transfer(&self.client().await?, &user_id, &transfer_id).await
+            ledger::debit_by_transfer(&self.client().await?, &user_id, &transfer_id).await
         })
     }
 
