@@ -37,6 +37,8 @@ pub use http::MAX_BODY_BYTES;
 use faults::Faults;
 use sendonce_server::clock::Clock;
 use sendonce_server::store::DbError;
+use sendonce_server::Engine;
+use store::contract::Backend;
 use store::{Instance, SharedFixtures, SharedStore};
 
 /// Shared state of one server instance.
@@ -62,9 +64,9 @@ pub struct AppState {
     pub relay_wake: Notify,
     /// Wakes the reaper (the clock moved).
     pub reaper_wake: Notify,
-    /// The newest claim this process made: its wall time, and the monotonic instant then
-    /// (the floor of [`AppState::expiry_now`]).
-    newest_claim: sendonce_server::expiry::Anchor,
+    /// The contract's engine over the same backend: runs each transfer request
+    /// ([`transfer::execute`]) and keeps the newest claim expiry goes by.
+    pub engine: Engine<Backend>,
 }
 
 /// Handle to the shared state.
@@ -92,6 +94,10 @@ impl AppState {
                 (opened, clock)
             }
         };
+        let backend = Backend::new(opened.store.clone(), instance.clone(), clock.clone());
+        let engine = Engine::new(backend)
+            .clock(clock.clone())
+            .key_window(config.key_window);
         Ok(Arc::new(Self {
             faults: Faults::new(config.gateway_delay),
             quotas: quota::Quotas::new(config.quotas),
@@ -103,13 +109,8 @@ impl AppState {
             clock,
             relay_wake: Notify::new(),
             reaper_wake: Notify::new(),
-            newest_claim: sendonce_server::expiry::Anchor::default(),
+            engine,
         }))
-    }
-
-    /// Notes a key claimed at wall time `now_ms` (see [`AppState::expiry_now`]).
-    pub(crate) fn note_claim(&self, now_ms: i64) {
-        self.newest_claim.note_claim(now_ms);
     }
 
     /// The time key expiry goes by: this clock's now, but never later than the newest claim
@@ -119,7 +120,7 @@ impl AppState {
     /// cannot tell a step from elapsed time once it serves claims at the stepped time; on
     /// PostgreSQL the other live instances' clocks bound it too, see the store's `expire`.)
     pub fn expiry_now(&self) -> Option<i64> {
-        self.newest_claim.now(self.clock.now_ms())
+        self.engine.expiry_now()
     }
 
     /// Largest amount a transfer may move now.

@@ -28,7 +28,7 @@ pub mod store;
 
 pub use answer::Answer;
 pub use decision::{Claim, Existing, KeyRow};
-pub use engine::{Engine, Operation, Request};
+pub use engine::{Engine, Look, Operation, Request};
 pub use lease::{Instance, Lease};
 pub use outcome::{Event, Outcome};
 pub use problem::{Problem, PROBLEM_JSON};

@@ -1,8 +1,9 @@
 //! `orders`: a second service on sendonce-server — a customer orders an item and pays with a
 //! simulated prepaid card; the order runs once per `Idempotency-Key`, on SQLite or
 //! PostgreSQL. The library does the contract and its wiring; this file is the service's
-//! command line and routes, `shop.rs` the order and its tables.
+//! command line and routes, `shop.rs` the order and its tables, `demo.rs` the demo's data.
 
+mod demo;
 mod shop;
 
 use std::sync::Arc;
@@ -11,18 +12,16 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
-use axum::{middleware, Extension, Json, Router};
+use axum::{middleware, Json, Router};
 use clap::Parser;
 use sendonce_server::engine::{bearer, Principal};
-use sendonce_server::store::{postgres::PgKeys, sql::Sql, sqlite::SqliteKeys, DbError};
+use sendonce_server::params;
+use sendonce_server::store::{postgres::PgKeys, sql::Sql, sqlite::SqliteKeys};
 use sendonce_server::{Engine, Event, Problem};
 use shop::{PlaceOrder, Tokens};
 
+/// Orders paid by a simulated card, once per key.
 #[derive(Parser)]
-#[command(
-    name = "orders",
-    about = "Orders paid by a simulated card, once per key"
-)]
 struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8090")]
@@ -56,7 +55,7 @@ async fn main() -> Result<(), Error> {
 async fn serve<S: Sql + Clone>(db: S, args: Args) -> Result<(), Error> {
     db.batch(shop::SCHEMA).await?;
     if let Some(path) = &args.seed {
-        std::fs::write(path, shop::seed(&db).await?)?;
+        std::fs::write(path, demo::seed(&db).await?)?;
     }
     let card_delay = Duration::from_millis(args.card_delay_ms);
     let orders = Arc::new(PlaceOrder {
@@ -87,8 +86,13 @@ async fn serve<S: Sql + Clone>(db: S, args: Args) -> Result<(), Error> {
 /// `GET /v1/card`: the caller's card and its balance.
 async fn card<S: Sql>(
     State(db): State<S>,
-    Extension(Principal(user)): Extension<Principal>,
+    Principal(user): Principal,
 ) -> Result<Json<serde_json::Value>, Problem> {
-    let card = shop::card(&db, user).await.map_err(DbError::into_problem)?;
-    card.map(Json).ok_or_else(Problem::unauthenticated)
+    let sql = "SELECT currency, balance_minor FROM cards WHERE user_id = $1";
+    let r = db.query_opt(sql, params![&user]).await?;
+    let r = r.ok_or_else(Problem::unauthenticated)?;
+    let (currency, balance_minor) = (r.text(0)?, r.int(1)?);
+    Ok(Json(
+        serde_json::json!({"user_id": user, "currency": currency, "balance_minor": balance_minor}),
+    ))
 }

@@ -1,6 +1,6 @@
 //! The order: its tables, who may order, what a valid order is, the simulated card and the
 //! unit of work — each written once, for SQLite and PostgreSQL alike
-//! (`sendonce_server::store::sql`).
+//! (`sendonce_server::store::sql`). The demo's data: `demo.rs`.
 
 use std::time::Duration;
 
@@ -30,22 +30,9 @@ pub struct Tokens<S>(pub S);
 impl<S: Sql + Clone> Authenticate for Tokens<S> {
     async fn principal(&self, token: &str) -> Result<Option<String>, Problem> {
         let sql = "SELECT user_id FROM cards WHERE token_hash = $1";
-        let row = self.0.query_opt(sql, params![token_hash(token)]).await;
-        row.and_then(|r| r.map(|r| r.text(0)).transpose())
-            .map_err(DbError::into_problem)
+        let row = self.0.query_opt(sql, params![token_hash(token)]).await?;
+        Ok(row.map(|r| r.text(0)).transpose()?)
     }
-}
-
-/// The caller's card as `GET /v1/card` answers it: `user_id`, `currency`, `balance_minor`.
-pub async fn card<S: Sql>(db: &S, user: String) -> Result<Option<serde_json::Value>, DbError> {
-    let sql = "SELECT currency, balance_minor FROM cards WHERE user_id = $1";
-    let Some(r) = db.query_opt(sql, params![&user]).await? else {
-        return Ok(None);
-    };
-    let (currency, balance_minor) = (r.text(0)?, r.int(1)?);
-    Ok(Some(
-        serde_json::json!({"user_id": user, "currency": currency, "balance_minor": balance_minor}),
-    ))
 }
 
 /// An order as the client sends it.
@@ -72,24 +59,25 @@ impl<S: Sql> Operation<S> for PlaceOrder<S> {
     async fn validate(&self, user_id: &str, body: &[u8]) -> Result<OrderBody, Problem> {
         let order: OrderBody =
             serde_json::from_slice(body).map_err(|e| Problem::invalid(e.to_string()))?;
-        let card = card(&self.db, user_id.to_string()).await;
-        let card = card.map_err(DbError::into_problem)?;
-        let sku = self
-            .db
-            .query_opt("SELECT 1 FROM products WHERE sku = $1", params![&order.sku]);
-        let problem = if !(1..=1_000_000_000).contains(&order.amount_minor) {
-            "amount_minor must be 1..=1000000000"
+        if !(1..=1_000_000_000).contains(&order.amount_minor) {
+            return Err(Problem::invalid("amount_minor must be 1..=1000000000"));
         } else if order.note.chars().count() > 140 {
-            "note must be at most 140 characters"
-        } else if card.is_none_or(|c| c["currency"] != order.currency.as_str()) {
-            "currency must be the card's"
-        } else if sku.await.map_err(DbError::into_problem)?.is_none() {
+            return Err(Problem::invalid("note must be at most 140 characters"));
+        }
+        let card = "SELECT 1 FROM cards WHERE user_id = $1 AND currency = $2";
+        let sku = "SELECT 1 FROM products WHERE sku = $1";
+        let (card, sku) = tokio::try_join!(
+            self.db.query_opt(card, params![user_id, &order.currency]),
+            self.db.query_opt(sku, params![&order.sku])
+        )?;
+        if card.is_none() {
+            Err(Problem::invalid("currency must be the card's"))
+        } else if sku.is_none() {
             let detail = "no such product";
-            return Err(Problem::new(StatusCode::NOT_FOUND, "sku_not_found", detail));
+            Err(Problem::new(StatusCode::NOT_FOUND, "sku_not_found", detail))
         } else {
-            return Ok(order);
-        };
-        Err(Problem::invalid(problem))
+            Ok(order)
+        }
     }
 
     /// The simulated card: authorises after `card_delay`, the same id for the same key.
@@ -131,25 +119,4 @@ async fn charge(tx: Tx<'_>, order: (Fence, String, OrderBody, String)) -> Result
 /// How a bearer token is stored (never the token itself).
 pub fn token_hash(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
-}
-
-/// Two customers with money, one without, and a product; returns the kit's fixtures JSON.
-pub async fn seed<S: Sql>(db: &S) -> Result<String, DbError> {
-    let mut tokens = Vec::new();
-    for (name, balance) in [("a", 1_000_000i64), ("b", 1_000_000), ("broke", 0)] {
-        let token = uuid::Uuid::new_v4().simple().to_string();
-        let user = format!("cus_{name}_{}", &token[..8]);
-        let card = "INSERT INTO cards (user_id, token_hash, currency, balance_minor)
-            VALUES ($1, $2, 'BDT', $3)";
-        db.execute(card, params![user, token_hash(&token), balance])
-            .await?;
-        tokens.push(token);
-    }
-    let sku = "INSERT INTO products (sku) VALUES ('sku_tea') ON CONFLICT DO NOTHING";
-    db.execute(sku, vec![]).await?;
-    let user =
-        |t: &str| serde_json::json!({"token": t, "currency": "BDT", "allowance_minor": 1_000_000});
-    let fixtures = serde_json::json!({"users": [user(&tokens[0]), user(&tokens[1])],
-        "recipient_id": "sku_tea", "broke_token": tokens[2]});
-    Ok(fixtures.to_string())
 }

@@ -19,6 +19,7 @@ use sendonce_server::store::DbError;
 pub use sendonce_server::Instance;
 use sendonce_server::{Answer, Claim, KeyRow};
 
+pub mod contract;
 mod fixtures;
 pub mod postgres;
 pub mod sqlite;

@@ -13,15 +13,35 @@ use std::collections::HashMap;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request as HttpRequest};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{Extensions, StatusCode};
 
 use super::Request;
 use crate::problem::Problem;
 
 /// Who is calling, as your authentication layer decided (insert it into the request's
-/// extensions, e.g. in a `middleware::from_fn`): keys are scoped per principal.
+/// extensions, e.g. in a `middleware::from_fn`): keys are scoped per principal. As an
+/// extractor it rejects with 401 `unauthenticated` when none was set (a route your
+/// authentication layer does not cover).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal(pub String);
+
+impl Principal {
+    /// The principal in `extensions`, or 401 `unauthenticated`.
+    fn of(extensions: &Extensions) -> Result<Self, Problem> {
+        extensions
+            .get::<Self>()
+            .cloned()
+            .ok_or_else(Problem::unauthenticated)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Principal {
+    type Rejection = Problem;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Problem> {
+        Self::of(&parts.extensions)
+    }
+}
 
 /// The request as the engine runs it. Rejects with the contract's 400 for a missing or invalid
 /// key, and 401 `unauthenticated` when no [`Principal`] was set (a route your authentication
@@ -33,11 +53,7 @@ impl<S: Send + Sync> FromRequest<S> for Idempotent {
     type Rejection = Problem;
 
     async fn from_request(req: HttpRequest, state: &S) -> Result<Self, Problem> {
-        let scope = req
-            .extensions()
-            .get::<Principal>()
-            .map(|p| p.0.clone())
-            .ok_or_else(Problem::unauthenticated)?;
+        let Principal(scope) = Principal::of(req.extensions())?;
         let (method, path) = (req.method().clone(), req.uri().path().to_string());
         let headers = req.headers().clone();
         let body = Bytes::from_request(req, state).await.map_err(|e| {

@@ -1,11 +1,13 @@
 //! The engine: one idempotent request from its key to its stored answer, the same on every
 //! store. The application brings three typed parts ([`Operation`]): validation, an
-//! optional external step between claim and commit, and the fenced unit of work.
+//! optional external step between claim and commit, and the fenced unit of work — and may
+//! hook phase 0's read, an admission check and the claim where it needs to.
 //!
 //! The phases, top to bottom ([`Engine::run`]):
 //! 0. a key already seen answers from its row — the stored answer replayed, 409 while it
 //!    runs, 422 for another body — before any validation;
-//! 1. validation (a refusal here is not stored: the key stays free);
+//! 1. validation (a refusal here is not stored: the key stays free), then the
+//!    application's admission (a quota; a refusal is not stored either);
 //! 2. the claim: the key row inserted `IN_PROGRESS` under a fresh lock id (the primary key
 //!    decides a race; a lost race answers from the winner's row, 422 included);
 //! 3. the external step, if any (its failure releases the key: the retry runs again);
@@ -20,11 +22,11 @@ use axum::http::HeaderMap;
 
 use crate::answer::Answer;
 use crate::clock::Clock;
-use crate::decision::Claim;
+use crate::decision::{Claim, KeyRow};
 use crate::expiry::{bucket_width_ms, Anchor};
 use crate::fingerprint::request_hash;
 use crate::problem::Problem;
-use crate::store::{DbError, Fence, Keys, NewKey, Stuck};
+use crate::store::{Claims, DbError, Fence, NewKey, Stuck};
 
 pub mod extract;
 mod lookup;
@@ -41,7 +43,7 @@ pub use service::{bearer, Authenticate, Background, RELAY_IDLE};
 pub const DEFAULT_KEY_WINDOW: Duration = Duration::from_secs(48 * 3600);
 
 /// What an application brings to one kind of idempotent request, on the store `S`.
-pub trait Operation<S: Keys>: Send + Sync + 'static {
+pub trait Operation<S: Claims>: Send + Sync + 'static {
     /// The request once validated.
     type Input: Send + Sync + 'static;
     /// What the external step produced (`()` when there is none).
@@ -54,6 +56,44 @@ pub trait Operation<S: Keys>: Send + Sync + 'static {
         scope: &str,
         body: &[u8],
     ) -> impl Future<Output = Result<Self::Input, Problem>> + Send;
+
+    /// Phase 0 and validation: the key's row, or — for a key not seen before — what
+    /// validation made of the request. By default the row is read first and validation runs
+    /// only when there is none; an application whose validation reads the database may
+    /// override it to read both in one visit (the row must still decide when there is one:
+    /// a finished key replays even a body that would no longer validate).
+    fn look<'a>(
+        &'a self,
+        store: &'a S,
+        req: &'a Request,
+    ) -> impl Future<Output = Result<Look<Self::Input>, DbError>> + Send + 'a {
+        async move {
+            if let Some(row) = store.read(&req.scope, &req.key).await? {
+                return Ok(Look::Seen(row));
+            }
+            Ok(Look::New(self.validate(&req.scope, &req.body).await))
+        }
+    }
+
+    /// Between validation and the claim: may `scope` open one more key now (a quota)? A
+    /// refusal is answered and not stored: the key stays free, and the retry with the same
+    /// key is a first request again. By default: yes.
+    fn admit(&self, scope: &str) -> Result<(), Problem> {
+        let _ = scope;
+        Ok(())
+    }
+
+    /// The claim, and anything the application reads beside it into its input (an
+    /// advisory balance the step may act on; the unit of work must decide again, under
+    /// the fence). By default the store's claim alone.
+    fn claim<'a>(
+        &'a self,
+        store: &'a S,
+        new: NewKey<'a>,
+        input: Self::Input,
+    ) -> impl Future<Output = Result<(Claim, Self::Input), DbError>> + Send + 'a {
+        async move { Ok((store.claim(new).await?, input)) }
+    }
 
     /// The external step between claim and commit (a card authorisation), idempotent on
     /// the key: after a crash or a released key it runs again for the same key and must
@@ -118,6 +158,15 @@ impl Request {
     }
 }
 
+/// What phase 0 found ([`Operation::look`]).
+#[derive(Debug)]
+pub enum Look<I> {
+    /// The key was seen before: its row answers.
+    Seen(KeyRow),
+    /// A key not seen before: the validated input, or the refusal to answer (not stored).
+    New(Result<I, Problem>),
+}
+
 /// The contract's engine over the store `S`.
 pub struct Engine<S> {
     store: S,
@@ -127,7 +176,7 @@ pub struct Engine<S> {
     expiry: Anchor,
 }
 
-impl<S: Keys> Engine<S> {
+impl<S: Claims> Engine<S> {
     /// An engine on `store` (whose process identity its locks carry), the system clock,
     /// and [`DEFAULT_KEY_WINDOW`].
     pub fn new(store: S) -> Self {
@@ -150,6 +199,13 @@ impl<S: Keys> Engine<S> {
     pub fn clock(mut self, clock: Arc<Clock>) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// The time key expiry goes by: the clock's now, but never later than the newest claim
+    /// this engine made plus the monotonic time since (`None` before its first claim). A
+    /// wall clock stepped forward expires nothing by itself.
+    pub fn expiry_now(&self) -> Option<i64> {
+        self.expiry.now(self.clock.now_ms())
     }
 
     /// The store, for the application's own reads and writes.
@@ -181,15 +237,12 @@ impl<S: Keys> Engine<S> {
 
     async fn phases<O: Operation<S>>(&self, op: &O, req: &Request) -> Result<Answer, DbError> {
         // (0) A key already seen answers from its row, before any validation: its outcome
-        // was decided when it ran.
-        if let Some(row) = self.store.read(&req.scope, &req.key).await? {
-            return Ok(row.into_existing(&req.hash).answer());
-        }
-        // (1) Validation.
-        let input = match op.validate(&req.scope, &req.body).await {
-            Ok(input) => input,
+        // was decided when it ran. (1) Validation.
+        let input = match op.look(&self.store, req).await? {
+            Look::Seen(row) => return Ok(row.into_existing(&req.hash).answer()),
+            Look::New(Ok(input)) => input,
             // A concurrent first request may have claimed the key meanwhile: its row decides.
-            Err(problem) => {
+            Look::New(Err(problem)) => {
                 let row = self.store.read(&req.scope, &req.key).await?;
                 return Ok(row.map_or_else(
                     || problem.into(),
@@ -197,6 +250,9 @@ impl<S: Keys> Engine<S> {
                 ));
             }
         };
+        if let Err(problem) = op.admit(&req.scope) {
+            return Ok(problem.into());
+        }
         // (2) The claim.
         let fence = Fence {
             scope: req.scope.clone(),
@@ -214,9 +270,10 @@ impl<S: Keys> Engine<S> {
             now_ms: fence.claimed_at_ms,
             bucket_width_ms: bucket_width_ms(self.key_window_ms),
         };
-        if let Claim::Exists(seen) = self.store.claim(new).await? {
-            return Ok(seen.answer());
-        }
+        let input = match op.claim(&self.store, new, input).await? {
+            (Claim::Acquired, input) => input,
+            (Claim::Exists(seen), _) => return Ok(seen.answer()),
+        };
         self.expiry.note_claim(fence.claimed_at_ms);
         // (3) The external step; (4) the fenced commit. Nothing committed on either
         // failure: the key is freed now rather than left to its lease.

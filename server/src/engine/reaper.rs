@@ -72,7 +72,7 @@ impl<S: Keys> Engine<S> {
                 }
             }
         }
-        if let Some(now) = self.expiry.now(self.clock.now_ms()) {
+        if let Some(now) = self.expiry_now() {
             pass.expired = self.store.expire(now, self.key_window_ms).await?;
         }
         Ok(pass)

@@ -19,13 +19,11 @@ use axum::extract::{Request as HttpRequest, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{post, MethodRouter};
-use axum::Extension;
 use tokio::task::JoinHandle;
 
 use super::extract::{Idempotent, LookupKey, Principal};
 use super::relay::Publish;
 use super::{Engine, Operation};
-use crate::answer::Answer;
 use crate::outcome::Event;
 use crate::problem::Problem;
 use crate::store::Keys;
@@ -126,14 +124,9 @@ impl<S: Keys> Engine<S> {
             async move { engine.run_detached(&op, req).await }
         };
         let engine = Arc::clone(self);
-        let lookup = move |principal: Option<Extension<Principal>>, LookupKey(key): LookupKey| {
+        let lookup = move |Principal(user): Principal, LookupKey(key): LookupKey| {
             let (engine, not_found) = (Arc::clone(&engine), not_found.clone());
-            async move {
-                match principal {
-                    Some(Extension(Principal(user))) => engine.lookup(&user, &key, not_found).await,
-                    None => Answer::from(Problem::unauthenticated()),
-                }
-            }
+            async move { engine.lookup(&user, &key, not_found).await }
         };
         post(create).get(lookup)
     }

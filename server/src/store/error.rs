@@ -83,6 +83,14 @@ impl DbError {
     }
 }
 
+/// So a handler or an operation can answer a database error with `?`
+/// ([`DbError::into_problem`]).
+impl From<DbError> for Problem {
+    fn from(e: DbError) -> Self {
+        e.into_problem()
+    }
+}
+
 /// PostgreSQL giving up on a wait rather than answering (`store::postgres::is_transient`):
 /// written here, beside the answer it decides, so the error type needs nothing of a store.
 pub(crate) fn postgres_gave_up(e: &tokio_postgres::Error) -> bool {

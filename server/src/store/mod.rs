@@ -1,7 +1,7 @@
 //! Where the contract's tables live: one folder per database, the same jobs under the same
 //! file names, all the SQL of the engine's tables inside it (`keys.rs`: the key table;
-//! `outbox.rs`: the events; `contract.rs`: [`Keys`] for the engine). The engine
-//! ([`crate::engine`]) talks to a store only through [`Keys`].
+//! `outbox.rs`: the events; `contract.rs`: [`Claims`] and [`Keys`] for the engine). The engine
+//! ([`crate::engine`]) talks to a store only through those two traits.
 
 mod error;
 pub mod postgres;
@@ -65,9 +65,11 @@ pub struct Stuck {
     pub body: Vec<u8>,
 }
 
-/// What the engine asks of a store: one call per phase, each one transaction (or one read).
-/// Implemented by [`sqlite::SqliteKeys`] and [`postgres::PgKeys`].
-pub trait Keys: Send + Sync + 'static {
+/// What a request asks of a store: one call per phase of [`crate::Engine::run`], each one
+/// transaction (or one read). Implemented by [`sqlite::SqliteKeys`] and
+/// [`postgres::PgKeys`]; an application whose own tables ride in the same transactions
+/// (server-mock's ledger) may implement it over its store and keep its own unit of work.
+pub trait Claims: Send + Sync + 'static {
     /// The application's fenced unit of work on this store: it runs inside the transaction
     /// that checked the fence and that stores its [`crate::Outcome`] under the key.
     type Work: Send + 'static;
@@ -86,8 +88,12 @@ pub trait Keys: Send + Sync + 'static {
     fn commit<'a>(&'a self, fence: &'a Fence, work: Self::Work) -> Fut<'a, Answer>;
     /// Deletes the row we hold (nothing committed), so a retry runs from scratch.
     fn release<'a>(&'a self, fence: &'a Fence) -> Fut<'a, ()>;
-    /// Closes a key nothing ran under with the stored `not_found` answer (status 404), so
-    /// "not executed" stays true; `None` when this call closed it, else the row there.
+}
+
+/// What the rest of the engine asks of a store: the by-key look-up's closing, the reaper's
+/// and expiry's calls, the relay's. Implemented by [`sqlite::SqliteKeys`] and
+/// [`postgres::PgKeys`].
+pub trait Keys: Claims {
     fn close_unexecuted<'a>(
         &'a self,
         scope: &'a str,

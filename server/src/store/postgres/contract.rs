@@ -1,4 +1,4 @@
-//! [`Keys`] on PostgreSQL: each phase of the engine as one statement or one READ COMMITTED
+//! [`Claims`] and [`Keys`] on PostgreSQL: each phase of the engine as one statement or one READ COMMITTED
 //! transaction on a pooled connection (a serialization failure or deadlock runs the
 //! transaction again, a bounded number of times).
 
@@ -17,7 +17,7 @@ use crate::decision::{Claim, KeyRow};
 use crate::lease::Instance;
 use crate::outcome::{Event, Outcome};
 use crate::problem::Problem;
-use crate::store::{DbError, Fence, Fut, Keys, NewKey, Stuck};
+use crate::store::{Claims, DbError, Fence, Fut, Keys, NewKey, Stuck};
 
 /// The future of one run of a unit of work, borrowing its transaction.
 pub type WorkFut<'t> = Pin<Box<dyn Future<Output = Result<Outcome, DbError>> + Send + 't>>;
@@ -130,7 +130,7 @@ impl PgKeys {
     }
 }
 
-impl Keys for PgKeys {
+impl Claims for PgKeys {
     type Work = Work;
 
     fn instance(&self) -> &Instance {
@@ -164,7 +164,9 @@ impl Keys for PgKeys {
             keys::release(&c, &fence.scope, &fence.key, &fence.lock_id).await
         })
     }
+}
 
+impl Keys for PgKeys {
     fn close_unexecuted<'a>(
         &'a self,
         scope: &'a str,

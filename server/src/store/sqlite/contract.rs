@@ -1,4 +1,4 @@
-//! [`Keys`] on SQLite: each phase of the engine as one call on the database handle — reads
+//! [`Claims`] and [`Keys`] on SQLite: each phase of the engine as one call on the database handle — reads
 //! on the reader connection, writes through the group-commit writer.
 
 use rusqlite::Connection;
@@ -9,7 +9,7 @@ use crate::decision::{Claim, KeyRow};
 use crate::lease::{Instance, Lease};
 use crate::outcome::{Event, Outcome};
 use crate::problem::Problem;
-use crate::store::{DbError, Fence, Fut, Keys, NewKey, Stuck};
+use crate::store::{Claims, DbError, Fence, Fut, Keys, NewKey, Stuck};
 
 /// Key rows removed per expiry transaction: between chunks the requests' commits go
 /// through, so a big bucket never stalls them.
@@ -47,7 +47,7 @@ impl SqliteKeys {
     }
 }
 
-impl Keys for SqliteKeys {
+impl Claims for SqliteKeys {
     type Work = Work;
 
     fn instance(&self) -> &Instance {
@@ -100,7 +100,9 @@ impl Keys for SqliteKeys {
             keys::release(c, &f.scope, &f.key, &f.lock_id).map(drop)
         }))
     }
+}
 
+impl Keys for SqliteKeys {
     fn close_unexecuted<'a>(
         &'a self,
         scope: &'a str,

@@ -1,0 +1,100 @@
+//! server-mock's store as the engine's request path sees it ([`Claims`]): the key read, the
+//! claim, the fenced commit and the release are the [`Store`]'s own calls, so the money
+//! transaction stays one transaction (on PostgreSQL, one statement on its fast path) and a
+//! release voids the key's authorisation in the same transaction that frees it.
+
+use std::sync::Arc;
+
+use sendonce_server::clock::Clock;
+use sendonce_server::store::{Claims, DbError, Fence, Fut, NewKey};
+use sendonce_server::{Answer, Claim, Instance, KeyRow};
+
+use super::{NewClaim, SharedStore};
+use crate::ledger::TransferRecord;
+use crate::transfer::decide::Rules;
+
+/// The fenced unit of work of a transfer: the debit (or the stored refusal) that
+/// [`Store::commit`](super::Store::commit) decides under the fence. `Err`: the commit failed
+/// before its transaction ran (nothing committed; the engine releases the key).
+pub type Work = Result<Debit, DbError>;
+
+/// What the money transaction is asked to do.
+#[derive(Debug, Clone)]
+pub struct Debit {
+    /// The transfer to record.
+    pub record: TransferRecord,
+    /// The request's fingerprint (kept with the debit: the ledger outlives the key row).
+    pub hash: Vec<u8>,
+    /// What the transaction enforces.
+    pub rules: Rules,
+}
+
+/// The engine's store: server-mock's backend, this process's identity and its clock.
+pub struct Backend {
+    store: SharedStore,
+    instance: Instance,
+    clock: Arc<Clock>,
+}
+
+impl Backend {
+    /// The engine's view of `store`, opened for `instance`, on `clock`.
+    pub fn new(store: SharedStore, instance: Instance, clock: Arc<Clock>) -> Self {
+        Self {
+            store,
+            instance,
+            clock,
+        }
+    }
+
+    /// The backend itself, for the calls only server-mock makes.
+    pub fn store(&self) -> &SharedStore {
+        &self.store
+    }
+}
+
+/// The claim as server-mock's store takes it (the store adds its own lease: this process's).
+pub fn new_claim(new: &NewKey<'_>) -> NewClaim {
+    NewClaim {
+        user_id: new.user_id.to_string(),
+        key: new.key.to_string(),
+        hash: new.hash.to_vec(),
+        lock_id: new.lock_id.to_string(),
+        body: new.body.to_vec(),
+        now_ms: new.now_ms,
+        bucket_width_ms: new.bucket_width_ms,
+    }
+}
+
+impl Claims for Backend {
+    type Work = Work;
+
+    fn instance(&self) -> &Instance {
+        &self.instance
+    }
+
+    fn read<'a>(&'a self, scope: &'a str, key: &'a str) -> Fut<'a, Option<KeyRow>> {
+        self.store.key_row(scope.to_string(), key.to_string())
+    }
+
+    fn claim<'a>(&'a self, new: NewKey<'a>) -> Fut<'a, Claim> {
+        self.store.claim(new_claim(&new))
+    }
+
+    fn commit<'a>(&'a self, fence: &'a Fence, work: Work) -> Fut<'a, Answer> {
+        match work {
+            Ok(d) => self
+                .store
+                .commit(d.record, d.hash, fence.lock_id.clone(), d.rules),
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    }
+
+    fn release<'a>(&'a self, fence: &'a Fence) -> Fut<'a, ()> {
+        let (user, key, lock) = (
+            fence.scope.clone(),
+            fence.key.clone(),
+            fence.lock_id.clone(),
+        );
+        self.store.release(user, key, lock, self.clock.now_ms())
+    }
+}
