@@ -1,5 +1,5 @@
 //! server-mock's store as the engine's request path sees it ([`Claims`]): the key read, the
-//! claim, the fenced commit and the release are the [`Store`]'s own calls, so the money
+//! claim, the fenced commit and the release are the [`Store`](super::Store)'s own calls, so the money
 //! transaction stays one transaction (on PostgreSQL, one statement on its fast path) and a
 //! release voids the key's authorisation in the same transaction that frees it.
 
