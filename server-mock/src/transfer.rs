@@ -71,6 +71,9 @@ impl Operation<Backend> for Transfer {
     type Input = Pending;
     type Step = Authorised;
 
+    /// Validation on its own, as the engine's default `look` would run it after the key
+    /// read; this operation's `look` runs the same checks on the recipient's currency read
+    /// beside the key row instead.
     async fn validate(&self, _: &str, body: &[u8]) -> Result<Pending, Problem> {
         let transfer = validate::validate(&self.app, &self.caller, body).await?;
         Ok(Pending {
@@ -139,7 +142,7 @@ impl Operation<Backend> for Transfer {
             return Ok(Authorised::No);
         }
         let now_ms = self.app.clock.now_ms();
-        let store = &**self.app.engine.store().store();
+        let store = &*self.app.store;
         let auth = gateway::authorize(
             store,
             faults.gateway_delay(),

@@ -85,7 +85,9 @@ pub trait Operation<S: Claims>: Send + Sync + 'static {
 
     /// The claim, and anything the application reads beside it into its input (an
     /// advisory balance the step may act on; the unit of work must decide again, under
-    /// the fence). By default the store's claim alone.
+    /// the fence). By default the store's claim alone; an override must still claim `new`
+    /// through the store (`store.claim`, or a call of its own that inserts the same row in
+    /// the same visit) and return what that claim found.
     fn claim<'a>(
         &'a self,
         store: &'a S,
