@@ -1,5 +1,8 @@
 //! The ledger: deposits, debits and credits; a balance is the sum of a user's entries.
 
+pub mod body;
+pub mod decide;
+
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::Serialize;
 

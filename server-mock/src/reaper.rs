@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use crate::app::App;
 use crate::retention::{Trimmed, TRIM_CHUNK};
 use crate::store::Resolved;
-use crate::App;
 use sendonce_server::store::DbError;
 
 /// What one reaper pass did.
@@ -89,7 +89,7 @@ pub async fn pass(app: &App) -> Result<Pass, DbError> {
     // it judges another process's locks).
     let timeout_ms = i64::try_from(app.config.lock_timeout.as_millis()).unwrap_or(i64::MAX);
     let stuck = app.store.stuck_keys(timeout_ms).await?;
-    let rules = app.rules(crate::transfer::decide::Authorised::Yes);
+    let rules = app.rules(crate::ledger::decide::Authorised::Yes);
     for key in stuck {
         let now = app.clock.now_ms();
         let (user, k) = (key.user.clone(), key.key.clone());

@@ -3,21 +3,19 @@
 //! claim with the sender's balance beside it, the gateway step, one fenced ledger
 //! transaction.
 
+use crate::app::App;
 use crate::gateway;
 use crate::ledger::TransferRecord;
 use crate::store::contract::{self, Backend, Debit};
-use crate::App;
 use sendonce_server::store::{DbError, Fence, NewKey};
 use sendonce_server::{Answer, Claim, Look, Operation, Problem, Request};
 
-pub mod body;
-pub mod decide;
 mod validate;
 
-use decide::Authorised;
+use crate::ledger::decide::Authorised;
 
 pub use crate::auth::Caller;
-pub use body::TransferBody;
+pub use crate::ledger::body::TransferBody;
 pub use validate::{check_body, parse, validate, ValidTransfer, MAX_AMOUNT_MINOR, MAX_NOTE_CHARS};
 
 /// Runs one transfer request to its answer. Spawned by the handler so a client that hangs
@@ -49,8 +47,8 @@ pub async fn execute(
 
 /// One caller's transfer request, as the engine runs it.
 ///
-/// The engine's reaper is not given this operation: server-mock's reaper
-/// ([`crate::reaper`]) resolves a stuck transfer in one transaction of its own (the ledger,
+/// The engine's reaper is not given this operation: server-mock's reaper (`reaper.rs`)
+/// resolves a stuck transfer in one transaction of its own (the ledger,
 /// then the gateway's record, then the release).
 pub struct Transfer {
     app: App,

@@ -6,8 +6,8 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
 use super::{authenticate, json, parse_json, read_body, require_json};
+use crate::app::App;
 use crate::store::NewBeneficiary;
-use crate::App;
 use sendonce_server::Problem;
 
 use crate::text;

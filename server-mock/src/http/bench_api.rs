@@ -11,8 +11,9 @@ use axum::Router;
 use serde::Serialize;
 
 use super::{authenticate, json, read_body, require_json};
+use crate::app::App;
 use crate::store::{self, Fixtures, Fut, PlainRow};
-use crate::{transfer, App};
+use crate::transfer;
 use sendonce_server::Problem;
 
 /// The bench routes.

@@ -15,7 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::require_json;
-use crate::App;
+use crate::app::App;
 use sendonce_server::Problem;
 
 /// Middleware on every `/v1/test/*` and `/v1/bench/*` route.

@@ -18,8 +18,8 @@ use axum::Router;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::app::App;
 use crate::auth::Caller;
-use crate::App;
 use sendonce_server::Problem;
 
 /// Largest request body accepted anywhere.

@@ -14,9 +14,10 @@ use axum::Router;
 use serde::{Deserialize, Serialize};
 
 use super::{json, parse_json, read_body};
+use crate::app::App;
 use crate::faults::FaultPatch;
 use crate::store::{self, Stats, UserChange};
-use crate::{reaper, transfer, App};
+use crate::{reaper, transfer};
 use sendonce_server::Problem;
 
 /// Largest clock jump the test API makes, either way.

@@ -9,11 +9,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::{authenticate, read_body, require_json};
+use crate::app::App;
 use crate::faults::FailingBody;
 use crate::ledger;
 use crate::serve::ConnKill;
 use crate::transfer;
-use crate::App;
 use sendonce_server::expiry::bucket_width_ms;
 use sendonce_server::fingerprint::request_hash;
 use sendonce_server::key::{self, KeyError};

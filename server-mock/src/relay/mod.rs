@@ -1,5 +1,5 @@
 //! Where the relay sends outbox events: to the in-process consumers (the embedded
-//! default, `outbox::run`) or to a Kafka broker (`--broker kafka://…`).
+//! default, `in_process::run`) or to a Kafka broker (`--broker kafka://…`).
 //!
 //! A publisher delivers a batch and says which events the far side acknowledged; only
 //! then are they marked published. A crash in between publishes them again: the
@@ -7,6 +7,7 @@
 //! while it is published, so the relays of several instances take disjoint batches.
 
 #[cfg(feature = "kafka")]
+mod in_process;
 pub mod kafka;
 
 use std::future::Future;
@@ -15,8 +16,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::app::{App, ServerError};
 use crate::config::Destination;
-use crate::{outbox, App, ServerError};
 
 /// Events read and published per round.
 const BATCH: usize = 256;
@@ -46,7 +47,7 @@ pub async fn spawn(
     shutdown: watch::Receiver<bool>,
 ) -> Result<JoinHandle<()>, ServerError> {
     match app.config.broker.clone() {
-        Destination::InProcess => Ok(tokio::spawn(outbox::run(app, shutdown))),
+        Destination::InProcess => Ok(tokio::spawn(in_process::run(app, shutdown))),
         #[cfg(feature = "kafka")]
         Destination::Kafka(url) => {
             let dev = app.config.kafka_single_broker_dev;

@@ -10,8 +10,8 @@ use sendonce_server::store::{Claims, DbError, Fence, Fut, NewKey};
 use sendonce_server::{Answer, Claim, Instance, KeyRow};
 
 use super::{NewClaim, SharedStore};
+use crate::ledger::decide::Rules;
 use crate::ledger::TransferRecord;
-use crate::transfer::decide::Rules;
 
 /// The fenced unit of work of a transfer: the debit (or the stored refusal) that
 /// [`Store::commit`](super::Store::commit) decides under the fence. `Err`: the commit failed

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::auth::Caller;
 use crate::authorization::Authorization;
+use crate::ledger::decide::Rules;
 use crate::ledger::TransferRecord;
-use crate::transfer::decide::Rules;
 use sendonce_server::store::DbError;
 pub use sendonce_server::Instance;
 use sendonce_server::{Answer, Claim, KeyRow};

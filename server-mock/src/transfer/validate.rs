@@ -3,13 +3,12 @@
 
 use axum::http::StatusCode;
 
-use super::body::TransferBody;
+use crate::app::App;
 use crate::auth::Caller;
-use crate::App;
+use crate::ledger::body::TransferBody;
 use sendonce_server::Problem;
 
-/// Largest amount accepted, in minor units.
-pub const MAX_AMOUNT_MINOR: i64 = 1_000_000_000_000;
+pub use crate::ledger::decide::MAX_AMOUNT_MINOR;
 /// Longest note accepted, in characters.
 pub const MAX_NOTE_CHARS: usize = 280;
 

@@ -1,5 +1,5 @@
 //! Phase 3 on PostgreSQL: the fenced debit, and the ledger reads its last guard and the
-//! look-ups rest on. The decision is `transfer::decide`, the one SQLite's
+//! look-ups rest on. The decision is `ledger::decide`, the one SQLite's
 //! `store::sqlite::commit::commit_transfer` asks too; this file holds how PostgreSQL reads for it, on
 //! rows locked `FOR UPDATE`, and writes its verdict.
 
@@ -12,8 +12,8 @@ use super::ledger::debit_by_key;
 use super::transaction::{Open, BEGIN};
 use super::{in_transaction, is_conflict, opt, retrying, sqlstate, PgStore};
 use crate::authorization::Settle;
+use crate::ledger::decide::{self, Authorised, KeyWrite, Rules, Verdict};
 use crate::ledger::{MoneyReads, TransferRecord};
-use crate::transfer::decide::{self, Authorised, KeyWrite, Rules, Verdict};
 use sendonce_server::store::postgres::keys::{complete, hold, release, HOLD};
 use sendonce_server::store::DbError;
 use sendonce_server::Answer;
@@ -56,7 +56,7 @@ async fn position<C: GenericClient>(
 }
 
 /// Phase 3 in one transaction (`tx`, already open): the fence, then the money decision
-/// (`transfer::decide`), then the debit.
+/// (`ledger::decide`), then the debit.
 pub(super) async fn commit_in<C: GenericClient>(
     tx: &C,
     record: &TransferRecord,
@@ -201,7 +201,7 @@ enum Decision {
     Debit,
 }
 
-/// The fence, then the money decision (`transfer::decide`, the one SQLite's
+/// The fence, then the money decision (`ledger::decide`, the one SQLite's
 /// `commit_transfer` asks too) on the locked balances, and its writes; `begin` (if any) is
 /// sent in the same flush as the fence.
 async fn decide<C: GenericClient>(
@@ -355,7 +355,7 @@ async fn run_debit<C: GenericClient>(
 
 /// The debit inserted nothing: a concurrent debit for this key committed after our
 /// read (only without the fence), and the ledger's guard answers from it, as
-/// `transfer::decide::already_debited` says (the authorisation was captured by that debit).
+/// `ledger::decide::already_debited` says (the authorisation was captured by that debit).
 async fn lost_race<C: GenericClient>(
     tx: &C,
     record: &TransferRecord,

@@ -1,5 +1,5 @@
 //! The one-statement debit (`commit::FAST_DEBIT`) against the full decision path
-//! (`commit::decided`, which asks `transfer::decide`: the decision SQLite's commit asks
+//! (`commit::decided`, which asks `ledger::decide`: the decision SQLite's commit asks
 //! too), on every combination of what phase 3 can find: the fast statement
 //! must debit exactly when the full path would, answer the same, and leave everything
 //! else to it untouched. Two fresh databases of the test cluster, one per path, set up
@@ -8,8 +8,8 @@
 use super::commit::{decided, fast_debit};
 use super::tests::fresh;
 use super::*;
+use crate::ledger::decide::Authorised;
 use crate::store::{Fixtures, NewUser};
-use crate::transfer::decide::Authorised;
 
 const AMOUNT: i64 = 100;
 const MAX_BALANCE: i64 = 1_000;

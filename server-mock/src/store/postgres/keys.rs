@@ -12,10 +12,10 @@ use super::gateway::settle;
 use super::ledger::debit_by_key;
 use super::{exec, in_transaction, opt, retrying, sqlstate, PgStore};
 use crate::authorization::Settle;
+use crate::ledger::body::record_from_body;
+use crate::ledger::decide::Rules;
 use crate::store::{Instance, Lookup, NewClaim};
 use crate::store::{Resolved, Stuck};
-use crate::transfer::body::record_from_body;
-use crate::transfer::decide::Rules;
 use sendonce_server::store::postgres::keys::{
     self as lib_keys, complete, key_row, read, release, with_partition, KEY_LOCK,
 };

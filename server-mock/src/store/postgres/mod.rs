@@ -27,8 +27,8 @@ use super::{
 use crate::auth::Caller;
 use crate::authorization::Authorization;
 use crate::config::DbTimeouts;
+use crate::ledger::decide::Rules;
 use crate::ledger::TransferRecord;
-use crate::transfer::decide::Rules;
 use sendonce_server::store::postgres::{
     exec, heartbeat, is_conflict, lease, opt, partitions, rows, sqlstate,
 };

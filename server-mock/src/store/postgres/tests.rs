@@ -287,7 +287,7 @@ async fn the_debit_commits_synchronously_after_an_async_claim_and_gateway_record
         };
         let rules = Rules {
             fenced: true,
-            authorised: crate::transfer::decide::Authorised::Yes,
+            authorised: crate::ledger::decide::Authorised::Yes,
             max_balance: i64::MAX / 4,
         };
         let answer = store

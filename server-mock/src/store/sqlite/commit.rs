@@ -1,11 +1,11 @@
-//! Phase 3 on SQLite: the fenced money transaction. The decision is `transfer::decide`, the
+//! Phase 3 on SQLite: the fenced money transaction. The decision is `ledger::decide`, the
 //! one the PostgreSQL store's `commit.rs` asks too; this file holds how SQLite reads for it
 //! and writes its verdict.
 
 use super::gateway::{capture, settle};
 use crate::authorization::Settle;
+use crate::ledger::decide::{decide, KeyWrite, Rules, Verdict};
 use crate::ledger::{self, TransferRecord};
-use crate::transfer::decide::{decide, KeyWrite, Rules, Verdict};
 use sendonce_server::store::sqlite::keys;
 use sendonce_server::store::DbError;
 use sendonce_server::{Answer, Problem};

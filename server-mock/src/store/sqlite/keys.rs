@@ -9,9 +9,9 @@ use super::commit::commit_transfer;
 use super::gateway::{lookup, settle};
 use crate::authorization::Settle;
 use crate::ledger;
+use crate::ledger::body::record_from_body;
+use crate::ledger::decide::Rules;
 use crate::store::{Resolved, Stuck};
-use crate::transfer::body::record_from_body;
-use crate::transfer::decide::Rules;
 use sendonce_server::store::sqlite::keys;
 use sendonce_server::store::DbError;
 
@@ -62,8 +62,8 @@ pub(crate) fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::decide::Authorised;
     use crate::ledger::TransferRecord;
-    use crate::transfer::decide::Authorised;
     use rusqlite::params;
     use sendonce_server::store::sqlite::Db;
 

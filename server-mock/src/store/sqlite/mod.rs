@@ -12,13 +12,13 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::auth::Caller;
 use crate::authorization::{Authorization, Settle};
+use crate::ledger::decide::Rules;
 use crate::ledger::{self, TransferRecord};
 use crate::outbox;
 use crate::store::{
     Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Resolved,
     Store, Stuck,
 };
-use crate::transfer::decide::Rules;
 use sendonce_server::store::sqlite::keys as lib_keys;
 use sendonce_server::store::sqlite::{Db, Durability};
 use sendonce_server::store::DbError;

@@ -13,6 +13,10 @@
 use axum::http::StatusCode;
 
 use crate::ledger::{MoneyReads, TransferRecord};
+
+/// Largest amount a transfer may move, in minor units (validation's limit; the test API may
+/// lower it, never raise it past this).
+pub const MAX_AMOUNT_MINOR: i64 = 1_000_000_000_000;
 use sendonce_server::{Answer, Problem};
 
 /// What the money transaction enforces besides the ledger's own constraints.
