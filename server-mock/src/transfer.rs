@@ -18,25 +18,12 @@ pub use crate::auth::Caller;
 pub use crate::ledger::body::TransferBody;
 pub use validate::{check_body, parse, validate, ValidTransfer, MAX_AMOUNT_MINOR, MAX_NOTE_CHARS};
 
-/// Runs one transfer request to its answer. Spawned by the handler so a client that hangs
-/// up mid-request never leaves the work half done.
-pub async fn execute(
-    app: App,
-    caller: Caller,
-    key: String,
-    body: Vec<u8>,
-    hash: Vec<u8>,
-) -> Answer {
-    let req = Request {
-        scope: caller.user_id.clone(),
-        key,
-        hash: hash.clone(),
-        body,
-    };
+/// Runs one transfer request (`req`, scoped to `caller`) to its answer. Spawned by the
+/// handler so a client that hangs up mid-request never leaves the work half done.
+pub async fn execute(app: App, caller: Caller, req: Request) -> Answer {
     let transfer = Transfer {
         app: app.clone(),
         caller,
-        hash,
     };
     let answer = app.engine.run(&transfer, &req).await;
     if answer.committed {
@@ -53,8 +40,6 @@ pub async fn execute(
 pub struct Transfer {
     app: App,
     caller: Caller,
-    /// The request's fingerprint, which the debit keeps.
-    hash: Vec<u8>,
 }
 
 /// A validated transfer, and whether the balance read beside the claim covered it.
@@ -65,6 +50,16 @@ pub struct Pending {
     covered: bool,
 }
 
+impl Pending {
+    /// A transfer not yet checked against the balance (the claim's read decides).
+    fn new(transfer: ValidTransfer) -> Self {
+        Self {
+            transfer,
+            covered: true,
+        }
+    }
+}
+
 impl Operation<Backend> for Transfer {
     type Input = Pending;
     type Step = Authorised;
@@ -73,11 +68,9 @@ impl Operation<Backend> for Transfer {
     /// read; this operation's `look` runs the same checks on the recipient's currency read
     /// beside the key row instead.
     async fn validate(&self, _: &str, body: &[u8]) -> Result<Pending, Problem> {
-        let transfer = validate::validate(&self.app, &self.caller, body).await?;
-        Ok(Pending {
-            transfer,
-            covered: true,
-        })
+        validate::validate(&self.app, &self.caller, body)
+            .await
+            .map(Pending::new)
     }
 
     /// A finished key replays its stored answer even if the same body would no longer
@@ -94,10 +87,7 @@ impl Operation<Backend> for Transfer {
             return Ok(Look::Seen(row));
         }
         let checked = parsed.and_then(|p| validate::check(&self.app, &self.caller, p, currency));
-        Ok(Look::New(checked.map(|transfer| Pending {
-            transfer,
-            covered: true,
-        })))
+        Ok(Look::New(checked.map(Pending::new)))
     }
 
     /// A key not seen before counts against the user's keys per hour (nothing is stored
@@ -180,7 +170,7 @@ impl Operation<Backend> for Transfer {
         }
         Ok(Debit {
             record,
-            hash: self.hash.clone(),
+            hash: fence.hash.clone(),
             rules,
         })
     }

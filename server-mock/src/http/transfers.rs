@@ -38,18 +38,15 @@ pub async fn post_transfer(State(app): State<App>, req: Request) -> Result<Respo
     let bytes = read_body(&parts.headers, body).await?.to_vec();
     // Validation runs inside `execute`, after a known key has answered from its row and
     // before a new key is claimed, so a validation failure stores nothing.
-    let hash = request_hash("POST", parts.uri.path(), &bytes);
+    let req = sendonce_server::Request {
+        scope: caller.user_id.clone(),
+        hash: request_hash("POST", parts.uri.path(), &bytes),
+        key,
+        body: bytes,
+    };
 
     // Spawned: a client hanging up must not abandon a half-done transfer.
-    let spawn = || {
-        tokio::spawn(transfer::execute(
-            app.clone(),
-            caller.clone(),
-            key.clone(),
-            bytes.clone(),
-            hash.clone(),
-        ))
-    };
+    let spawn = || tokio::spawn(transfer::execute(app.clone(), caller.clone(), req.clone()));
     let answer = if app.faults.roll_duplicate() {
         // A load balancer replaying the request: two concurrent executions, one answer.
         let (a, b) = tokio::join!(spawn(), spawn());
@@ -65,7 +62,7 @@ pub async fn post_transfer(State(app): State<App>, req: Request) -> Result<Respo
     };
 
     if answer.committed && app.faults.roll_drop_response() {
-        tracing::info!(key, "fault: dropping the response of a committed transfer");
+        tracing::info!(key = req.key, "fault: dropping the response of a committed transfer");
         return Ok(match kill {
             Some(kill) => {
                 kill.kill();

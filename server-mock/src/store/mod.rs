@@ -349,7 +349,7 @@ impl From<sendonce_server::store::Stuck> for Stuck {
             user: s.fence.scope,
             key: s.fence.key,
             lock_id: s.fence.lock_id,
-            hash: s.hash,
+            hash: s.fence.hash,
             // A key claimed before the body column existed has none (read back as empty).
             body: (!s.body.is_empty()).then_some(s.body),
         }

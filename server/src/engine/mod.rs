@@ -260,12 +260,13 @@ impl<S: Claims> Engine<S> {
             scope: req.scope.clone(),
             key: req.key.clone(),
             lock_id: uuid::Uuid::new_v4().simple().to_string(),
+            hash: req.hash.clone(),
             claimed_at_ms: self.clock.now_ms(),
         };
         let new = NewKey {
             user_id: &fence.scope,
             key: &fence.key,
-            hash: &req.hash,
+            hash: &fence.hash,
             lock_id: &fence.lock_id,
             lease: self.store.instance().lease(),
             body: &req.body,

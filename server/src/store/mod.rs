@@ -50,6 +50,9 @@ pub struct Fence {
     pub key: String,
     /// This attempt's lock id: only its holder may complete or release the row.
     pub lock_id: String,
+    /// The request's fingerprint (a unit of work that keeps it — a ledger that outlives the
+    /// key row — reads it here, on the request path and the reaper's alike).
+    pub hash: Vec<u8>,
     /// Server time when the key was claimed.
     pub claimed_at_ms: i64,
 }
@@ -57,10 +60,9 @@ pub struct Fence {
 /// A key `IN_PROGRESS` whose lease ran out, as the reaper finds it.
 #[derive(Debug, Clone)]
 pub struct Stuck {
-    /// The key and the lock it is held under (the reaper acts as its holder, fenced).
+    /// The key, the lock it is held under and the stored fingerprint (the reaper acts as
+    /// its holder, fenced).
     pub fence: Fence,
-    /// The stored request fingerprint.
-    pub hash: Vec<u8>,
     /// The stored request body (so the reaper can finish what the external step began).
     pub body: Vec<u8>,
 }

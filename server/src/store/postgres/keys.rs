@@ -207,9 +207,9 @@ pub async fn in_progress<C: GenericClient>(c: &C) -> Result<Vec<(String, i64, St
                 scope: r.get(0),
                 key: r.get(1),
                 lock_id: r.get(2),
+                hash: r.get(3),
                 claimed_at_ms: r.get(7),
             },
-            hash: r.get(3),
             body: r.get::<_, Option<Vec<u8>>>(4).unwrap_or_default(),
         };
         (r.get(5), r.get(6), stuck)

@@ -208,9 +208,9 @@ pub fn stuck(conn: &Connection, me: &str, mono_cutoff: i64) -> Result<Vec<Stuck>
                 scope: r.get(0)?,
                 key: r.get(1)?,
                 lock_id: r.get(2)?,
+                hash: r.get(3)?,
                 claimed_at_ms: r.get(5)?,
             },
-            hash: r.get(3)?,
             body: r.get::<_, Option<Vec<u8>>>(4)?.unwrap_or_default(),
         })
     })?;
