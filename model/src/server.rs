@@ -242,7 +242,8 @@ impl Server {
         }
     }
 
-    /// `store::sqlite::keys::resolve` (server-mock) for one lease-lost key: ledger, then gateway, then release.
+    /// The reaper (server-mock's `Transfer::recover` on `Engine::reap`) for one lease-lost
+    /// key: ledger, then gateway, then release.
     pub fn reap(&mut self, m: &Protocol, key: Key) {
         let Some(&Row::InProgress { lock, body, .. }) = self.rows.get(&key) else {
             return;

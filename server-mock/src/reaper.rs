@@ -1,4 +1,6 @@
-//! The reaper: resolves keys stuck `IN_PROGRESS` and expires old key buckets.
+//! The reaper: the library's ([`sendonce_server::Engine::reap`]) over server-mock's store,
+//! asking the transfer operation about each stuck key (`transfer::Transfer::recover`: the
+//! ledger, then the gateway's record); and the retention trim of server-mock's own rows.
 
 use std::time::Duration;
 
@@ -6,27 +8,14 @@ use tokio::sync::watch;
 
 use crate::app::App;
 use crate::retention::{Trimmed, TRIM_CHUNK};
-use crate::store::Resolved;
+use crate::transfer::Transfer;
 use sendonce_server::store::DbError;
 
-/// What one reaper pass did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Pass {
-    /// Stuck keys completed from a ledger debit (money had moved).
-    pub completed: usize,
-    /// Stuck keys the gateway had authorised but no debit followed (the holder died or
-    /// stalled between the phases): finished here, through the same fenced commit.
-    pub finished: usize,
-    /// Stuck keys released (no money moved, nothing authorised): a retry will execute once.
-    pub released: usize,
-    /// Key rows removed by bucket expiry.
-    pub expired: usize,
-}
-
+/// What one reaper pass did (the engine's count: keys completed from a ledger debit,
+/// finished from an authorisation, released, held, and key rows expired).
+pub use sendonce_server::engine::Pass;
 /// How often the reaper looks: a quarter of the lock timeout, between 20 ms and 1 s.
-pub fn interval(lock_timeout: Duration) -> Duration {
-    (lock_timeout / 4).clamp(Duration::from_millis(20), Duration::from_secs(1))
-}
+pub use sendonce_server::engine::reaper_interval as interval;
 
 /// How often rows past their retention are trimmed: retention is days, so a minute late
 /// changes nothing, and the trim's few statements stay off the requests' path.
@@ -82,34 +71,16 @@ pub async fn trim(app: &App) -> Result<Trimmed, DbError> {
     Ok(total)
 }
 
-/// One pass: resolve every key whose lease ran out, then expire old buckets.
+/// One pass of the engine's reaper: every key whose lease ran out is resolved as the
+/// transfer operation answers (the lease in monotonic time, never the wall clock: each
+/// store says how it judges another process's locks); then whole expired buckets go (and
+/// the gateway's records after the same window), by a time a wall-clock step alone cannot
+/// move (`AppState::expiry_now`).
 pub async fn pass(app: &App) -> Result<Pass, DbError> {
-    let mut p = Pass::default();
-    // The lease is measured in monotonic time, never the wall clock (each store says how
-    // it judges another process's locks).
-    let timeout_ms = i64::try_from(app.config.lock_timeout.as_millis()).unwrap_or(i64::MAX);
-    let stuck = app.store.stuck_keys(timeout_ms).await?;
-    let rules = app.rules(crate::ledger::decide::Authorised::Yes);
-    for key in stuck {
-        let now = app.clock.now_ms();
-        let (user, k) = (key.user.clone(), key.key.clone());
-        // One key that cannot be resolved now (its rows locked by a stalled session past
-        // the store's lock wait) must not hold up the others: the next pass tries it again.
-        match app.store.resolve(key, now, rules).await {
-            Ok(Resolved::Completed) => p.completed += 1,
-            Ok(Resolved::Finished) => p.finished += 1,
-            Ok(Resolved::Released) => p.released += 1,
-            Ok(Resolved::Moved) => {}
-            Err(e) => tracing::warn!(%e, user, key = k, "stuck key not resolved this pass"),
-        }
-    }
+    let reaper = Transfer::reaper(app.clone());
+    let p = app.engine.reap(&reaper, app.config.lock_timeout).await?;
     if p.finished > 0 {
         app.relay_wake.notify_one();
-    }
-    // Whole expired buckets (and the gateway's records after the same window), by a time
-    // a wall-clock step alone cannot move (`AppState::expiry_now`).
-    if let Some(now) = app.expiry_now() {
-        p.expired = app.store.expire(now, app.key_window_ms()).await?;
     }
     Ok(p)
 }
@@ -123,6 +94,96 @@ mod tests {
 
     /// Key rows removed per expiry transaction (as the SQLite store does).
     const EXPIRE_CHUNK: usize = 1_000;
+
+    /// A key row `IN_PROGRESS` under `instance`'s lock, with a body of 7 to u2.
+    fn stuck_key(c: &rusqlite::Connection, key: &str, instance: &str, mono: i64) {
+        c.execute(
+            "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, state, lock_id,
+                 locked_at_ms, created_at_ms, bucket, lock_instance, lock_mono_ms, request_body)
+             VALUES ('u1', ?1, x'00', 'in_progress', 'dead', 0, 0, 0, ?2, ?3,
+                     CAST('{\"to_user_id\":\"u2\",\"amount_minor\":7,\"currency\":\"BDT\"}' AS BLOB))",
+            params![key, instance, mono],
+        )
+        .unwrap();
+    }
+
+    /// The engine's reaper over server-mock's store, asking `Transfer::recover`: the ledger
+    /// first (a debit under the key completes it from that debit, byte-identical), then the
+    /// gateway (an authorisation finishes it from the stored body), else a release.
+    #[tokio::test]
+    async fn ledger_then_gateway_decide_and_only_expired_leases_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("reaper.db").to_string_lossy().into_owned();
+        let record = crate::ledger::TransferRecord {
+            transfer_id: "tr_1".into(),
+            from_user_id: "u1".into(),
+            to_user_id: "u2".into(),
+            amount_minor: 10,
+            currency: "BDT".into(),
+            note: None,
+            created_at_ms: 1_000,
+            idempotency_key: "moved".into(),
+        };
+        let expected = record.to_json();
+        let db = Db::open(&path, crate::schema::create).unwrap();
+        db.call(move |c| {
+            crate::ledger::deposit(c, "u1", 100, "BDT", 0)?;
+            stuck_key(c, "moved", "me", 1_000);
+            stuck_key(c, "nothing", "me", 1_000);
+            stuck_key(c, "authorised", "gone", 50_000);
+            stuck_key(c, "fresh", "me", 50_000);
+            crate::ledger::insert_debit(c, &record, b"\0")?;
+            c.execute(
+                "INSERT INTO gateway_authorizations
+                     (user_id, idem_key, authorization_id, calls, created_at_ms)
+                 VALUES ('u1', 'authorised', 'auth_1', 1, 0)",
+                [],
+            )?;
+            // As process "me" judges them with its lease cut-off at monotonic 10 000: another
+            // process's lock at once, its own only when taken before the cut-off.
+            let mut names: Vec<_> = keys::stuck(c, "me", 10_000)?
+                .into_iter()
+                .map(|s| s.fence.key)
+                .collect();
+            names.sort();
+            assert_eq!(names, ["authorised", "moved", "nothing"], "fresh lease kept");
+            Ok(())
+        })
+        .await
+        .unwrap();
+        drop(db);
+
+        // A new process on the file: every lock is another process's, so all four are stuck.
+        let config = crate::config::ServerConfig {
+            db: path,
+            simulated_start_ms: Some(2_000),
+            ..Default::default()
+        };
+        let app = crate::app::AppState::open(config).await.unwrap();
+        let p = pass(&app).await.unwrap();
+        assert_eq!(
+            (p.completed, p.finished, p.released, p.held),
+            (1, 1, 2, 0),
+            "moved: completed; authorised: finished; nothing, fresh: released"
+        );
+        let row = |key: &str| app.store.key_row("u1".into(), key.into());
+        let moved = row("moved").await.unwrap().expect("moved's row");
+        assert_eq!((moved.completed, moved.status), (true, Some(201)));
+        assert_eq!(
+            moved.body,
+            Some(expected),
+            "rebuilt from the ledger, byte-identical"
+        );
+        for released in ["nothing", "fresh"] {
+            let row = row(released).await.unwrap();
+            assert!(row.is_none(), "{released}: released so a retry executes once");
+        }
+        let authorised = row("authorised").await.unwrap().expect("authorised's row");
+        assert_eq!((authorised.completed, authorised.status), (true, Some(201)));
+        let debit = app.store.lookup("u1".into(), "authorised".into()).await;
+        let debit = debit.unwrap().expect("a debit under the key");
+        assert_eq!(debit.amount_minor, 7, "finished from the stored body");
+    }
 
     #[tokio::test]
     async fn expiry_in_chunks_removes_exactly_the_expired_buckets() {

@@ -1,13 +1,15 @@
 //! The transfer operation on the engine ([`sendonce_server::Engine::run`]): phase 0 reads the
 //! key row and the recipient's currency in one visit, validation, the new-key quota, the
 //! claim with the sender's balance beside it, the gateway step, one fenced ledger
-//! transaction.
+//! transaction — and the reaper's question ([`sendonce_server::Engine::reap`]) for a key
+//! whose holder died or stalled: a debit or an authorisation finishes it, nothing releases it.
 
 use crate::app::App;
 use crate::gateway;
 use crate::ledger::TransferRecord;
 use crate::store::contract::{self, Backend, Debit};
-use sendonce_server::store::{DbError, Fence, NewKey};
+use sendonce_server::engine::Recovery;
+use sendonce_server::store::{DbError, Fence, NewKey, Stuck};
 use sendonce_server::{Answer, Claim, Look, Operation, Problem, Request};
 
 mod validate;
@@ -23,7 +25,7 @@ pub use validate::{check_body, parse, validate, ValidTransfer, MAX_AMOUNT_MINOR,
 pub async fn execute(app: App, caller: Caller, req: Request) -> Answer {
     let transfer = Transfer {
         app: app.clone(),
-        caller,
+        caller: Some(caller),
     };
     let answer = app.engine.run(&transfer, &req).await;
     if answer.committed {
@@ -32,14 +34,27 @@ pub async fn execute(app: App, caller: Caller, req: Request) -> Answer {
     answer
 }
 
-/// One caller's transfer request, as the engine runs it.
-///
-/// The engine's reaper is not given this operation: server-mock's reaper (`reaper.rs`)
-/// resolves a stuck transfer in one transaction of its own (the ledger,
-/// then the gateway's record, then the release).
+/// One caller's transfer request, as the engine runs it; or, without a caller, the
+/// transfers the reaper resolves ([`Transfer::reaper`]).
 pub struct Transfer {
     app: App,
-    caller: Caller,
+    /// The authenticated sender (`None`: the reaper's, which validates nothing: a stuck
+    /// key's body was validated when it was claimed).
+    caller: Option<Caller>,
+}
+
+impl Transfer {
+    /// The operation the reaper asks about stuck keys: it recovers and commits, and never
+    /// validates a request.
+    pub fn reaper(app: App) -> Self {
+        Self { app, caller: None }
+    }
+
+    fn caller(&self) -> Result<&Caller, Problem> {
+        self.caller
+            .as_ref()
+            .ok_or_else(|| Problem::internal("the reaper's transfer validates no request"))
+    }
 }
 
 /// A validated transfer, and whether the balance read beside the claim covered it.
@@ -48,6 +63,9 @@ pub struct Pending {
     /// `false`: the advisory pre-check found the balance short, so the gateway is skipped
     /// and the commit may only store the 402 (it reads the balance again under the fence).
     covered: bool,
+    /// The reaper finishes it (its commit waits only briefly for locks and is not subject
+    /// to the `fail_commit` fault, which plays a request's failed commit).
+    by_reaper: bool,
 }
 
 impl Pending {
@@ -56,6 +74,7 @@ impl Pending {
         Self {
             transfer,
             covered: true,
+            by_reaper: false,
         }
     }
 }
@@ -68,7 +87,7 @@ impl Operation<Backend> for Transfer {
     /// read; this operation's `look` runs the same checks on the recipient's currency read
     /// beside the key row instead.
     async fn validate(&self, _: &str, body: &[u8]) -> Result<Pending, Problem> {
-        validate::validate(&self.app, &self.caller, body)
+        validate::validate(&self.app, self.caller()?, body)
             .await
             .map(Pending::new)
     }
@@ -86,7 +105,9 @@ impl Operation<Backend> for Transfer {
         if let Some(row) = row {
             return Ok(Look::Seen(row));
         }
-        let checked = parsed.and_then(|p| validate::check(&self.app, &self.caller, p, currency));
+        let checked = self
+            .caller()
+            .and_then(|caller| parsed.and_then(|p| validate::check(&self.app, caller, p, currency)));
         Ok(Look::New(checked.map(Pending::new)))
     }
 
@@ -150,10 +171,10 @@ impl Operation<Backend> for Transfer {
 
     /// (3) The money transaction, fenced by the claim's lock.
     fn work(&self, fence: &Fence, input: Pending, authorised: Authorised) -> contract::Work {
-        let transfer = input.transfer;
+        let (transfer, by_reaper) = (input.transfer, input.by_reaper);
         let record = TransferRecord {
             transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
-            from_user_id: self.caller.user_id.clone(),
+            from_user_id: fence.scope.clone(),
             to_user_id: transfer.to_user_id,
             amount_minor: transfer.amount_minor,
             currency: transfer.currency,
@@ -162,7 +183,7 @@ impl Operation<Backend> for Transfer {
             idempotency_key: fence.key.clone(),
         };
         let rules = self.app.rules(authorised);
-        if self.app.faults.fail_commit() {
+        if !by_reaper && self.app.faults.fail_commit() {
             // A database error before the transaction ran: nothing committed.
             return Err(DbError::Task(
                 "fault fail_commit_rate: the commit failed".into(),
@@ -172,6 +193,37 @@ impl Operation<Backend> for Transfer {
             record,
             hash: fence.hash.clone(),
             rules,
+            by_reaper,
         })
+    }
+
+    /// The reaper's question for a key whose holder died or stalled past its lease. A
+    /// debit under the key (money moved) or a live authorisation (the gateway said yes)
+    /// finishes it through the same fenced commit — which completes the key from the debit
+    /// when there is one (the ledger's guard), else debits with the authorisation — so the
+    /// key is never released into a second authorisation. Neither: released, and the
+    /// client's retry runs the transfer once. The holder, if still alive, is fenced out.
+    async fn recover(&self, stuck: &Stuck) -> Result<Recovery<Pending, Authorised>, Problem> {
+        let f = &stuck.fence;
+        let traced = self.app.store.traces(f.scope.clone(), f.key.clone());
+        let traced = traced.await.map_err(DbError::into_problem)?;
+        // A claimed key's body always parses (a key claimed before the body column existed
+        // has none: released, and its retry meets the ledger's guard).
+        match (traced, validate::parse(&stuck.body)) {
+            (true, Ok(body)) => {
+                let transfer = ValidTransfer {
+                    to_user_id: body.to_user_id,
+                    amount_minor: body.amount_minor,
+                    currency: body.currency,
+                    note: body.note,
+                };
+                let pending = Pending {
+                    by_reaper: true,
+                    ..Pending::new(transfer)
+                };
+                Ok(Recovery::Finish(pending, Authorised::Yes))
+            }
+            _ => Ok(Recovery::Release),
+        }
     }
 }

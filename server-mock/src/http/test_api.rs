@@ -323,6 +323,9 @@ struct ReapResult {
     completed: usize,
     finished: usize,
     released: usize,
+    /// Stuck keys kept for the next pass (the question could not be answered now, or their
+    /// rows are locked by a stalled session).
+    held: usize,
     expired: usize,
     /// Rows past their retention removed (outbox, inbox, SMS).
     trimmed: usize,
@@ -337,6 +340,7 @@ async fn reap(State(app): State<App>) -> Result<Response, Problem> {
             completed: p.completed,
             finished: p.finished,
             released: p.released,
+            held: p.held,
             expired: p.expired,
             trimmed: trimmed.total(),
         },

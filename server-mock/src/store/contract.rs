@@ -1,12 +1,13 @@
-//! server-mock's store as the engine's request path sees it ([`Claims`]): the key read, the
-//! claim, the fenced commit and the release are the [`Store`](super::Store)'s own calls, so the money
-//! transaction stays one transaction (on PostgreSQL, one statement on its fast path) and a
-//! release voids the key's authorisation in the same transaction that frees it.
+//! server-mock's store as the engine sees it ([`Claims`] for the request path, [`Reap`] for
+//! the reaper): the key read, the claim, the fenced commit and the release are the
+//! [`Store`](super::Store)'s own calls, so the money transaction stays one transaction (on
+//! PostgreSQL, one statement on its fast path) and a release voids the key's authorisation
+//! in the same transaction that frees it.
 
 use std::sync::Arc;
 
 use sendonce_server::clock::Clock;
-use sendonce_server::store::{Claims, DbError, Fence, Fut, NewKey};
+use sendonce_server::store::{Claims, DbError, Fence, Fut, NewKey, Reap, Stuck};
 use sendonce_server::{Answer, Claim, Instance, KeyRow};
 
 use super::{NewClaim, SharedStore};
@@ -27,6 +28,9 @@ pub struct Debit {
     pub hash: Vec<u8>,
     /// What the transaction enforces.
     pub rules: Rules,
+    /// The reaper's commit of a stuck key ([`Store::finish`](super::Store::finish): a
+    /// brief wait for rows a stalled session holds), not a request's.
+    pub by_reaper: bool,
 }
 
 /// The engine's store: server-mock's backend, this process's identity and its clock.
@@ -82,6 +86,10 @@ impl Claims for Backend {
 
     fn commit<'a>(&'a self, fence: &'a Fence, work: Work) -> Fut<'a, Answer> {
         match work {
+            Ok(d) if d.by_reaper => {
+                self.store
+                    .finish(d.record, d.hash, fence.lock_id.clone(), d.rules)
+            }
             Ok(d) => self
                 .store
                 .commit(d.record, d.hash, fence.lock_id.clone(), d.rules),
@@ -96,5 +104,17 @@ impl Claims for Backend {
             fence.lock_id.clone(),
         );
         self.store.release(user, key, lock, self.clock.now_ms())
+    }
+}
+
+/// The reaper's view: server-mock's own stuck-key selection and expiry (which also removes
+/// the gateway's old records), so [`sendonce_server::Engine::reap`] resolves its keys.
+impl Reap for Backend {
+    fn stuck(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>> {
+        self.store.stuck_keys(lock_timeout_ms)
+    }
+
+    fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
+        self.store.expire(now_ms, key_window_ms)
     }
 }

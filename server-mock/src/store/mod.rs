@@ -16,6 +16,7 @@ use crate::authorization::Authorization;
 use crate::ledger::decide::Rules;
 use crate::ledger::TransferRecord;
 use sendonce_server::store::DbError;
+pub use sendonce_server::store::Stuck;
 pub use sendonce_server::Instance;
 use sendonce_server::{Answer, Claim, KeyRow};
 
@@ -194,8 +195,22 @@ pub trait Store: Send + Sync {
 
     /// Keys `IN_PROGRESS` whose lease ran out, as this process judges it.
     fn stuck_keys(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>>;
-    /// Resolves one stuck key in one transaction (ledger, then gateway, then release).
-    fn resolve(&self, stuck: Stuck, now_ms: i64, rules: Rules) -> Fut<'_, Resolved>;
+    /// The reaper's question about a stuck key (a read): did its request leave a trace
+    /// outside the key row — a debit under the key (money moved) or a live authorisation
+    /// from the gateway? Only a key with neither may be released.
+    fn traces(&self, user_id: String, key: String) -> Fut<'_, bool>;
+    /// The reaper's fenced commit of a stuck key: [`Store::commit`], but waiting only
+    /// briefly for rows a stalled session holds (the key is tried again next pass, and the
+    /// pass goes on to the others meanwhile).
+    fn finish(
+        &self,
+        record: TransferRecord,
+        hash: Vec<u8>,
+        lock_id: String,
+        rules: Rules,
+    ) -> Fut<'_, Answer> {
+        self.commit(record, hash, lock_id, rules)
+    }
     /// Removes whole expired key buckets and old gateway records; returns key rows removed.
     fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize>;
     /// Removes one chunk of each kind of row past its retention (`crate::retention`): never
@@ -326,45 +341,4 @@ mod tests {
         assert!(!is_postgres(":memory:"));
         assert!(!is_postgres("postgres.db"));
     }
-}
-
-/// A key whose lease ran out.
-#[derive(Debug, Clone)]
-pub struct Stuck {
-    /// Owner of the key.
-    pub user: String,
-    /// The key.
-    pub key: String,
-    /// The lock it is held under.
-    pub lock_id: String,
-    /// Stored request fingerprint.
-    pub hash: Vec<u8>,
-    /// Stored request body (finishes an authorised transfer).
-    pub body: Option<Vec<u8>>,
-}
-
-impl From<sendonce_server::store::Stuck> for Stuck {
-    fn from(s: sendonce_server::store::Stuck) -> Self {
-        Self {
-            user: s.fence.scope,
-            key: s.fence.key,
-            lock_id: s.fence.lock_id,
-            hash: s.fence.hash,
-            // A key claimed before the body column existed has none (read back as empty).
-            body: (!s.body.is_empty()).then_some(s.body),
-        }
-    }
-}
-
-/// What the reaper did with one stuck key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resolved {
-    /// Money had moved: completed from the ledger debit.
-    Completed,
-    /// Authorised but not debited: finished through the fenced commit.
-    Finished,
-    /// Neither: released, so a retry executes once.
-    Released,
-    /// Its holder finished (or lost) it meanwhile: nothing to do.
-    Moved,
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::{duration_ms, Engine, Operation};
 use crate::problem::Problem;
-use crate::store::{DbError, Keys, Stuck};
+use crate::store::{DbError, Reap, Stuck};
 
 /// The reaper's answer from the application for one stuck key.
 #[derive(Debug)]
@@ -32,6 +32,10 @@ pub enum Recovery<I, S> {
 pub struct Pass {
     /// Stuck keys finished through the fenced unit of work.
     pub finished: usize,
+    /// Stuck keys whose unit of work found its work already done under the key (a guard
+    /// that outlives the key row: server-mock's ledger) and completed the key from it —
+    /// the commit's answer is a replay.
+    pub completed: usize,
     /// Stuck keys released (or found finished by their holder meanwhile).
     pub released: usize,
     /// Stuck keys kept for the next pass.
@@ -51,7 +55,7 @@ pub(super) async fn release<I, S>() -> Result<Recovery<I, S>, Problem> {
     Ok(Recovery::Release)
 }
 
-impl<S: Keys> Engine<S> {
+impl<S: Reap> Engine<S> {
     /// One pass: every key whose lease (`lock_timeout` of its holder's monotonic time) ran
     /// out is resolved as `op` answers; then whole expired buckets go.
     pub async fn reap<O: Operation<S>>(
@@ -64,6 +68,7 @@ impl<S: Keys> Engine<S> {
             // One key that cannot be resolved now must not hold up the others.
             match self.resolve(op, &stuck).await {
                 Ok(Resolved::Finished) => pass.finished += 1,
+                Ok(Resolved::Completed) => pass.completed += 1,
                 Ok(Resolved::Released) => pass.released += 1,
                 Ok(Resolved::Held) => pass.held += 1,
                 Err(e) => {
@@ -101,6 +106,8 @@ impl<S: Keys> Engine<S> {
                 // A lost fence answers 409: the holder finished (or released) it meanwhile.
                 Ok(if answer.status == 409 {
                     Resolved::Released
+                } else if answer.replayed {
+                    Resolved::Completed
                 } else {
                     Resolved::Finished
                 })
@@ -120,6 +127,7 @@ impl<S: Keys> Engine<S> {
 
 enum Resolved {
     Finished,
+    Completed,
     Released,
     Held,
 }

@@ -92,10 +92,26 @@ pub trait Claims: Send + Sync + 'static {
     fn release<'a>(&'a self, fence: &'a Fence) -> Fut<'a, ()>;
 }
 
-/// What the rest of the engine asks of a store: the by-key look-up's closing, the reaper's
-/// and expiry's calls, the relay's. Implemented by [`sqlite::SqliteKeys`] and
-/// [`postgres::PgKeys`].
-pub trait Keys: Claims {
+/// What the reaper asks of a store: the keys whose holder died or stalled, and expiry.
+/// Implemented by [`sqlite::SqliteKeys`] and [`postgres::PgKeys`]; an application that
+/// implements [`Claims`] over its own store (server-mock) implements this too, and its
+/// stuck keys are resolved by [`crate::Engine::reap`] like any other.
+pub trait Reap: Claims {
+    /// Keys `IN_PROGRESS` whose lease ran out (`lock_timeout_ms` of their holder's
+    /// monotonic time, or a holder that stopped beating), as this process judges it.
+    fn stuck(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>>;
+    /// Removes whole expired key buckets (SQLite: a chunk per transaction; PostgreSQL:
+    /// drops day partitions, by a time no single instance's clock step can move forward);
+    /// returns the key rows removed.
+    fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize>;
+}
+
+/// What the rest of the engine asks of a store: the by-key look-up's closing and the
+/// relay's calls. Implemented by [`sqlite::SqliteKeys`] and [`postgres::PgKeys`].
+pub trait Keys: Reap {
+    /// Closes a key never seen as not executed: stores `not_found` under it (404) in the
+    /// transaction that checks no row exists, so no late first request can run after the
+    /// look-up said it did not. Returns the row found instead, if there was one.
     fn close_unexecuted<'a>(
         &'a self,
         scope: &'a str,
@@ -105,13 +121,6 @@ pub trait Keys: Claims {
         not_found: Vec<u8>,
     ) -> Fut<'a, Option<KeyRow>>;
 
-    /// Keys `IN_PROGRESS` whose lease ran out (`lock_timeout_ms` of their holder's
-    /// monotonic time, or a holder that stopped beating), as this process judges it.
-    fn stuck(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>>;
-    /// Removes whole expired key buckets (SQLite: a chunk per transaction; PostgreSQL:
-    /// drops day partitions, by a time no single instance's clock step can move forward);
-    /// returns the key rows removed.
-    fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize>;
     /// Up to `limit` unpublished outbox events, oldest first.
     fn unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, Event)>>;
     /// Marks these events published.

@@ -1,23 +1,19 @@
 //! Idempotency keys on PostgreSQL as server-mock uses them: the claim fused with the
-//! balance read, look-ups, the reaper's resolution (the debit itself is `commit`, the
+//! balance read, look-ups, the release of an unused key (the debit itself is `commit`, the
 //! gateway's record `gateway`; the key table's shared statements are sendonce-server's
-//! `store::postgres::keys`). The decisions are those of SQLite's `keys::resolve`, in the same
-//! order, on rows locked `FOR UPDATE`.
+//! `store::postgres::keys`). A stuck key is resolved by the engine's reaper
+//! (`transfer::Transfer::recover`).
 
-use deadpool_postgres::{GenericClient, Transaction};
+use deadpool_postgres::GenericClient;
 use tokio_postgres::error::SqlState;
 
-use super::commit::commit_in;
 use super::gateway::settle;
 use super::ledger::debit_by_key;
 use super::{exec, in_transaction, opt, retrying, sqlstate, PgStore};
 use crate::authorization::Settle;
-use crate::ledger::body::record_from_body;
-use crate::ledger::decide::Rules;
 use crate::store::{Instance, Lookup, NewClaim};
-use crate::store::{Resolved, Stuck};
 use sendonce_server::store::postgres::keys::{
-    self as lib_keys, complete, key_row, read, release, with_partition, KEY_LOCK,
+    self as lib_keys, key_row, read, release, with_partition, KEY_LOCK,
 };
 use sendonce_server::store::DbError;
 use sendonce_server::{Claim, Existing, KeyRow};
@@ -142,62 +138,6 @@ pub(super) async fn close_unexecuted(
         })
     };
     with_partition(&store.pool, bucket, attempt).await
-}
-
-/// Resolves one stuck key (as SQLite's `keys::resolve` does). `SKIP LOCKED`: a key
-/// another instance's reaper (or its holder's commit) has locked is theirs this round.
-pub(super) async fn resolve_in(
-    tx: &Transaction<'_>,
-    s: &Stuck,
-    now_ms: i64,
-    rules: Rules,
-) -> Result<Resolved, DbError> {
-    let held = opt(
-        tx,
-        "SELECT 1 FROM idempotency_keys
-         WHERE user_id = $1 AND idem_key = $2 AND lock_id = $3 AND state = 'in_progress'
-         FOR UPDATE SKIP LOCKED",
-        &[&s.user, &s.key, &s.lock_id],
-    )
-    .await?;
-    if held.is_none() {
-        return Ok(Resolved::Moved);
-    }
-    if let Some((record, stored_hash)) = debit_by_key(tx, &s.user, &s.key).await? {
-        // Only the request the debit was made for is completed by it (see SQLite's keys::resolve).
-        // Either way, an authorisation this holder took after that debit is not used.
-        if stored_hash != s.hash {
-            release(tx, &s.user, &s.key, &s.lock_id).await?;
-            settle(tx, &s.user, &s.key, now_ms, Settle::UnlessHeld).await?;
-            return Ok(Resolved::Released);
-        }
-        complete(tx, &s.user, &s.key, &s.lock_id, 201, &record.to_json()).await?;
-        settle(tx, &s.user, &s.key, now_ms, Settle::UnlessHeld).await?;
-        return Ok(Resolved::Completed);
-    }
-    // Voided authorisations are moved out of this table: any row here is live.
-    let authorised = opt(
-        tx,
-        "SELECT 1 FROM gateway_authorizations WHERE user_id = $1 AND idem_key = $2",
-        &[&s.user, &s.key],
-    )
-    .await?
-    .is_some();
-    let record = s
-        .body
-        .as_deref()
-        .and_then(|b| record_from_body(&s.user, &s.key, b, now_ms));
-    match (authorised, record) {
-        // Authorised: finish it as its holder would have; the holder, if alive, is fenced out.
-        (true, Some(record)) => {
-            commit_in(tx, &record, &s.hash, &s.lock_id, rules).await?;
-            Ok(Resolved::Finished)
-        }
-        _ => {
-            release(tx, &s.user, &s.key, &s.lock_id).await?;
-            Ok(Resolved::Released)
-        }
-    }
 }
 
 /// Releases a key we hold after a failed commit and voids its authorisation, in one

@@ -21,9 +21,7 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
-use super::{
-    BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Resolved, Store, Stuck,
-};
+use super::{BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store, Stuck};
 use crate::auth::Caller;
 use crate::authorization::Authorization;
 use crate::config::DbTimeouts;
@@ -54,6 +52,11 @@ mod transaction;
 pub const POOL_WAIT: Duration = Duration::from_secs(2);
 /// The reaper's lock wait per stuck key (`SET LOCAL`: this transaction only).
 const RESOLVE_LOCK_WAIT: &str = "SET LOCAL lock_timeout = '200ms'";
+
+/// The reaper's question ([`Store::traces`]): a debit under the key, a live authorisation.
+const TRACES: &str = "SELECT
+    EXISTS (SELECT 1 FROM ledger WHERE kind = 'debit' AND user_id = $1 AND idem_key = $2),
+    EXISTS (SELECT 1 FROM gateway_authorizations WHERE user_id = $1 AND idem_key = $2)";
 /// Attempts of one transaction that hits serialization failures or deadlocks.
 pub const MAX_ATTEMPTS: u32 = 5;
 
@@ -355,18 +358,31 @@ impl Store for PgStore {
                         lock_timeout_ms,
                     )
                 })
-                .map(|(_, _, stuck)| Stuck::from(stuck))
+                .map(|(_, _, stuck)| stuck)
                 .collect())
         })
     }
 
-    fn resolve(&self, stuck: Stuck, now_ms: i64, rules: Rules) -> Fut<'_, Resolved> {
+    fn traces(&self, user_id: String, key: String) -> Fut<'_, bool> {
+        Box::pin(async move {
+            let c = self.client().await?;
+            // Voided authorisations are moved out of their table: any row there is live.
+            let row = c.query_one(TRACES, &[&user_id, &key]).await?;
+            Ok(row.get::<_, bool>(0) || row.get::<_, bool>(1))
+        })
+    }
+
+    fn finish(
+        &self,
+        record: TransferRecord,
+        hash: Vec<u8>,
+        lock_id: String,
+        rules: Rules,
+    ) -> Fut<'_, Answer> {
         Box::pin(async move {
             in_transaction!(self, |tx| {
-                // A reaper waits briefly for the rows a stalled session holds: the key is
-                // tried again next pass, and the pass goes on to the others meanwhile.
                 tx.batch_execute(RESOLVE_LOCK_WAIT).await?;
-                keys::resolve_in(&tx, &stuck, now_ms, rules).await?
+                commit::commit_in(&tx, &record, &hash, &lock_id, rules).await?
             })
         })
     }

@@ -16,8 +16,7 @@ use crate::ledger::decide::Rules;
 use crate::ledger::{self, TransferRecord};
 use crate::outbox;
 use crate::store::{
-    Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Resolved,
-    Store, Stuck,
+    Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store, Stuck,
 };
 use sendonce_server::store::sqlite::keys as lib_keys;
 use sendonce_server::store::sqlite::{Db, Durability};
@@ -30,7 +29,6 @@ pub(crate) mod commit;
 mod fixtures;
 mod floor;
 pub(crate) mod gateway;
-mod keys;
 mod peer;
 
 /// Key rows removed per expiry transaction (between chunks other writes go through).
@@ -271,16 +269,14 @@ impl Store for SqliteStore {
         let me = self.instance.id.to_string();
         let cutoff = self.instance.mono_ms().saturating_sub(lock_timeout_ms);
         Box::pin(self.db.read(move |c| {
-            Ok(lib_keys::stuck(c, &me, cutoff)?
-                .into_iter()
-                .map(Stuck::from)
-                .collect())
+            lib_keys::stuck(c, &me, cutoff)
         }))
     }
 
-    fn resolve(&self, stuck: Stuck, now_ms: i64, rules: Rules) -> Fut<'_, Resolved> {
-        Box::pin(self.db.write(Durability::Full, move |c| {
-            keys::resolve(c, &stuck, now_ms, rules)
+    fn traces(&self, user_id: String, key: String) -> Fut<'_, bool> {
+        Box::pin(self.db.read(move |c| {
+            Ok(ledger::debit_by_key(c, &user_id, &key)?.is_some()
+                || gateway::lookup(c, &user_id, &key)?.is_some())
         }))
     }
 

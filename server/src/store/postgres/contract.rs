@@ -17,7 +17,7 @@ use crate::decision::{Claim, KeyRow};
 use crate::lease::Instance;
 use crate::outcome::{Event, Outcome};
 use crate::problem::Problem;
-use crate::store::{Claims, DbError, Fence, Fut, Keys, NewKey, Stuck};
+use crate::store::{Claims, DbError, Fence, Fut, Keys, Reap, NewKey, Stuck};
 
 /// The future of one run of a unit of work, borrowing its transaction.
 pub type WorkFut<'t> = Pin<Box<dyn Future<Output = Result<Outcome, DbError>> + Send + 't>>;
@@ -166,30 +166,7 @@ impl Claims for PgKeys {
     }
 }
 
-impl Keys for PgKeys {
-    fn close_unexecuted<'a>(
-        &'a self,
-        scope: &'a str,
-        key: &'a str,
-        now_ms: i64,
-        bucket_width_ms: i64,
-        not_found: Vec<u8>,
-    ) -> Fut<'a, Option<KeyRow>> {
-        let bucket = now_ms.div_euclid(bucket_width_ms);
-        let attempt = move || {
-            let not_found = not_found.clone();
-            async move {
-                let mut c = self.pool().get().await?;
-                let tx = c.transaction().await?;
-                exec(&tx, keys::KEY_LOCK, &[&scope, &key]).await?;
-                let row = keys::close(&tx, scope, key, now_ms, bucket, &not_found).await?;
-                tx.commit().await?;
-                Ok(row)
-            }
-        };
-        Box::pin(async move { keys::with_partition(self.pool(), bucket, attempt).await })
-    }
-
+impl Reap for PgKeys {
     fn stuck(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>> {
         Box::pin(async move {
             let client = self.pool().get().await?;
@@ -227,6 +204,31 @@ impl Keys for PgKeys {
             partitions::ensure_ahead(self.pool(), now_ms, key_window_ms, retry).await?;
             partitions::expire(self.pool(), now, key_window_ms).await
         })
+    }
+}
+
+impl Keys for PgKeys {
+    fn close_unexecuted<'a>(
+        &'a self,
+        scope: &'a str,
+        key: &'a str,
+        now_ms: i64,
+        bucket_width_ms: i64,
+        not_found: Vec<u8>,
+    ) -> Fut<'a, Option<KeyRow>> {
+        let bucket = now_ms.div_euclid(bucket_width_ms);
+        let attempt = move || {
+            let not_found = not_found.clone();
+            async move {
+                let mut c = self.pool().get().await?;
+                let tx = c.transaction().await?;
+                exec(&tx, keys::KEY_LOCK, &[&scope, &key]).await?;
+                let row = keys::close(&tx, scope, key, now_ms, bucket, &not_found).await?;
+                tx.commit().await?;
+                Ok(row)
+            }
+        };
+        Box::pin(async move { keys::with_partition(self.pool(), bucket, attempt).await })
     }
 
     fn unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, Event)>> {

@@ -9,7 +9,7 @@ use crate::decision::{Claim, KeyRow};
 use crate::lease::{Instance, Lease};
 use crate::outcome::{Event, Outcome};
 use crate::problem::Problem;
-use crate::store::{Claims, DbError, Fence, Fut, Keys, NewKey, Stuck};
+use crate::store::{Claims, DbError, Fence, Fut, Keys, Reap, NewKey, Stuck};
 
 /// Key rows removed per expiry transaction: between chunks the requests' commits go
 /// through, so a big bucket never stalls them.
@@ -102,6 +102,20 @@ impl Claims for SqliteKeys {
     }
 }
 
+impl Reap for SqliteKeys {
+    fn stuck(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>> {
+        // One process per file: a lock held by another instance id is a dead process's,
+        // out at once; one of ours after lock_timeout of our own monotonic time.
+        let me = self.instance.id.to_string();
+        let cutoff = self.instance.mono_ms().saturating_sub(lock_timeout_ms);
+        Box::pin(self.db.read(move |c| keys::stuck(c, &me, cutoff)))
+    }
+
+    fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
+        Box::pin(expire_buckets(&self.db, now_ms, key_window_ms))
+    }
+}
+
 impl Keys for SqliteKeys {
     fn close_unexecuted<'a>(
         &'a self,
@@ -115,18 +129,6 @@ impl Keys for SqliteKeys {
         Box::pin(self.db.write(Durability::Full, move |c| {
             keys::close_unexecuted(c, &scope, &key, now_ms, bucket_width_ms, &not_found)
         }))
-    }
-
-    fn stuck(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>> {
-        // One process per file: a lock held by another instance id is a dead process's,
-        // out at once; one of ours after lock_timeout of our own monotonic time.
-        let me = self.instance.id.to_string();
-        let cutoff = self.instance.mono_ms().saturating_sub(lock_timeout_ms);
-        Box::pin(self.db.read(move |c| keys::stuck(c, &me, cutoff)))
-    }
-
-    fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
-        Box::pin(expire_buckets(&self.db, now_ms, key_window_ms))
     }
 
     fn unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, Event)>> {
