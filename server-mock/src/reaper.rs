@@ -11,11 +11,11 @@ use crate::retention::{Trimmed, TRIM_CHUNK};
 use crate::transfer::Transfer;
 use sendonce_server::store::DbError;
 
+/// How often the reaper looks: a quarter of the lock timeout, between 20 ms and 1 s.
+pub use sendonce_server::engine::reaper_interval as interval;
 /// What one reaper pass did (the engine's count: keys completed from a ledger debit,
 /// finished from an authorisation, released, held, and key rows expired).
 pub use sendonce_server::engine::Pass;
-/// How often the reaper looks: a quarter of the lock timeout, between 20 ms and 1 s.
-pub use sendonce_server::engine::reaper_interval as interval;
 
 /// How often rows past their retention are trimmed: retention is days, so a minute late
 /// changes nothing, and the trim's few statements stay off the requests' path.
@@ -146,7 +146,11 @@ mod tests {
                 .map(|s| s.fence.key)
                 .collect();
             names.sort();
-            assert_eq!(names, ["authorised", "moved", "nothing"], "fresh lease kept");
+            assert_eq!(
+                names,
+                ["authorised", "moved", "nothing"],
+                "fresh lease kept"
+            );
             Ok(())
         })
         .await
@@ -176,7 +180,10 @@ mod tests {
         );
         for released in ["nothing", "fresh"] {
             let row = row(released).await.unwrap();
-            assert!(row.is_none(), "{released}: released so a retry executes once");
+            assert!(
+                row.is_none(),
+                "{released}: released so a retry executes once"
+            );
         }
         let authorised = row("authorised").await.unwrap().expect("authorised's row");
         assert_eq!((authorised.completed, authorised.status), (true, Some(201)));

@@ -105,9 +105,9 @@ impl Operation<Backend> for Transfer {
         if let Some(row) = row {
             return Ok(Look::Seen(row));
         }
-        let checked = self
-            .caller()
-            .and_then(|caller| parsed.and_then(|p| validate::check(&self.app, caller, p, currency)));
+        let checked = self.caller().and_then(|caller| {
+            parsed.and_then(|p| validate::check(&self.app, caller, p, currency))
+        });
         Ok(Look::New(checked.map(Pending::new)))
     }
 

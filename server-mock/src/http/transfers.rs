@@ -62,7 +62,10 @@ pub async fn post_transfer(State(app): State<App>, req: Request) -> Result<Respo
     };
 
     if answer.committed && app.faults.roll_drop_response() {
-        tracing::info!(key = req.key, "fault: dropping the response of a committed transfer");
+        tracing::info!(
+            key = req.key,
+            "fault: dropping the response of a committed transfer"
+        );
         return Ok(match kill {
             Some(kill) => {
                 kill.kill();

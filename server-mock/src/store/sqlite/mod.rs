@@ -268,9 +268,7 @@ impl Store for SqliteStore {
         // out at once; one of ours after lock_timeout of our own monotonic time.
         let me = self.instance.id.to_string();
         let cutoff = self.instance.mono_ms().saturating_sub(lock_timeout_ms);
-        Box::pin(self.db.read(move |c| {
-            lib_keys::stuck(c, &me, cutoff)
-        }))
+        Box::pin(self.db.read(move |c| lib_keys::stuck(c, &me, cutoff)))
     }
 
     fn traces(&self, user_id: String, key: String) -> Fut<'_, bool> {
