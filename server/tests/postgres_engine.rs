@@ -1,18 +1,22 @@
 //! The engine on PostgreSQL (`SENDONCE_TEST_POSTGRES`, set by the `postgres` stage of
 //! scripts/test-all; without it these tests say so and pass): duplicates across pooled
 //! connections run the work once, and the reaper — judging leases by heartbeats — finishes
-//! a key whose holder died and fences out one that slept past its lease.
+//! a key whose holder died and fences out one that slept past its lease; the relays of two
+//! instances take disjoint batches.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue};
+use relay_support::Meeting;
 use sendonce_server::engine::Recovery;
 use sendonce_server::store::postgres::{schema, work, PgKeys, Work};
 use sendonce_server::store::{DbError, Fence, Stuck};
 use sendonce_server::{Engine, Operation, Outcome, Problem, Request};
 use tokio::sync::Notify;
+
+mod relay_support;
 
 #[derive(Default)]
 struct Pay {
@@ -167,4 +171,38 @@ async fn the_reaper_finishes_a_dead_holders_key_and_fences_out_a_sleeping_one() 
     assert_eq!(runs(&engine, "slow").await, 1);
     let retry = engine.run(&*op, &request("dead", r#"{"amount":2}"#)).await;
     assert_eq!((retry.status, retry.replayed), (201, true));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relays_of_two_instances_take_disjoint_batches() {
+    let Ok(url) = std::env::var("SENDONCE_TEST_POSTGRES") else {
+        eprintln!("SENDONCE_TEST_POSTGRES unset: the PostgreSQL relay test did not run");
+        return;
+    };
+    let url = schema::fresh_database(&url, "relay").await.unwrap();
+    // Two instances on one database.
+    let engine = Engine::new(PgKeys::connect(&url, 8).await.unwrap());
+    let other = Engine::new(PgKeys::connect(&url, 8).await.unwrap());
+    let c = engine.store().pool().get().await.unwrap();
+    c.batch_execute(
+        "INSERT INTO sendonce_outbox (scope, idem_key, topic, payload, created_at_ms)
+         SELECT 'u1', 'k' || n, 'paid', '\\x00', 0 FROM generate_series(1, 5) n",
+    )
+    .await
+    .unwrap();
+    let to = Meeting::of(2);
+    let (a, b) = tokio::join!(engine.relay(&to), other.relay(&to));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let seen = to.seen();
+    assert_eq!(
+        seen,
+        [1, 2, 3, 4, 5],
+        "each event published once ({a} + {b} marked)"
+    );
+    assert_eq!(a + b, 5);
+    assert_eq!(
+        engine.relay(&Meeting::of(1)).await.unwrap(),
+        0,
+        "all marked"
+    );
 }

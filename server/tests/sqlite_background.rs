@@ -8,10 +8,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use relay_support::Meeting;
 use sendonce_server::engine::{Pass, Publish};
 use sendonce_server::store::sqlite::{inbox, Db, SqliteKeys};
 use sendonce_server::{Engine, Event};
 use sqlite_engine_support::{fixture, request, schema, Pay, LEASE};
+
+mod relay_support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reaper_asks_before_it_releases_finishes_or_holds() {
@@ -139,6 +142,23 @@ async fn the_relay_publishes_each_event_and_the_inbox_applies_it_once() {
         // One run of the work and one effect of its event, though delivered twice.
         assert_eq!(f.runs(k).await, 2, "{k}");
     }
+}
+
+/// Two relays of one store (one process per SQLite file) never publish the same batch: a
+/// round holds its claim until its mark.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_relays_of_one_store_take_disjoint_batches() {
+    let f = fixture();
+    f.pay_each(&["a", "b", "c"]).await;
+    let to = Meeting::of(2);
+    let (a, b) = tokio::join!(f.engine.relay(&to), f.engine.relay(&to));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(
+        to.seen().len(),
+        3,
+        "each event published once ({a} + {b} marked)"
+    );
+    assert_eq!(a + b, 3);
 }
 
 /// Whole buckets past the key window go; a wall clock stepped forward alone expires

@@ -1,15 +1,16 @@
-//! The relay: outbox events, written in the unit of work's transaction, handed to a
-//! publisher after the commit and marked published once it acknowledged them. At least
-//! once: a crash between the publish and the mark (or two instances relaying the same
-//! events) publishes again, so consumers record what they handled in their inbox
-//! (`store::*::inbox::first_time`, in the transaction of their effect).
+//! The relay: outbox events, written in the unit of work's transaction, claimed by one
+//! relay (the relays of several instances take disjoint batches: `Keys::relay_round`),
+//! handed to a publisher after the commit and marked published once it acknowledged them.
+//! At least once: a crash between the publish and the mark publishes again, so consumers
+//! record what they handled in their inbox (`store::*::inbox::first_time`, in the
+//! transaction of their effect).
 
 use std::future::Future;
 use std::time::Duration;
 
 use super::Engine;
 use crate::outcome::Event;
-use crate::store::{DbError, Keys};
+use crate::store::{DbError, Keys, Publishing};
 
 /// Where the relay hands events: a Kafka producer, an in-process consumer.
 pub trait Publish: Send + Sync {
@@ -28,22 +29,15 @@ impl<S: Keys> Engine<S> {
     /// One round: up to [`BATCH`] unpublished events to `to`, the acknowledged ones marked.
     /// Returns how many were marked (0: nothing pending, or the publish failed).
     pub async fn relay<P: Publish>(&self, to: &P) -> Result<usize, DbError> {
-        let events = self.store.unpublished(BATCH).await?;
-        if events.is_empty() {
-            return Ok(0);
-        }
-        let acked = match to.publish(events).await {
-            Ok(acked) => acked,
-            Err(e) => {
-                tracing::warn!(%e, "publish failed; the events stay unpublished");
-                return Ok(0);
-            }
-        };
-        let marked = acked.len();
-        self.store
-            .mark_published(acked, self.clock.now_ms())
+        let publish: Publishing<'_> = Box::new(move |events| Box::pin(to.publish(events)));
+        let round = self
+            .store
+            .relay_round(BATCH, self.clock.now_ms(), publish)
             .await?;
-        Ok(marked)
+        if let Some(e) = round.failed {
+            tracing::warn!(%e, claimed = round.claimed, "publish failed; the events stay unpublished");
+        }
+        Ok(round.marked)
     }
 
     /// Runs [`Engine::relay`] until the task is dropped or aborted: again at once after a

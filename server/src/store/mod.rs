@@ -121,8 +121,37 @@ pub trait Keys: Reap {
         not_found: Vec<u8>,
     ) -> Fut<'a, Option<KeyRow>>;
 
-    /// Up to `limit` unpublished outbox events, oldest first.
-    fn unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, Event)>>;
-    /// Marks these events published.
-    fn mark_published(&self, ids: Vec<i64>, now_ms: i64) -> Fut<'_, ()>;
+    /// One relay round: claims up to `limit` unpublished events, oldest first, hands them
+    /// to `publish` and marks the ids it acknowledges published (at `now_ms`). A claimed
+    /// batch is no other relay's while it is published (PostgreSQL: the rows locked `FOR
+    /// UPDATE SKIP LOCKED` until the mark commits, so the relays of several instances take
+    /// disjoint batches; SQLite, one process per file: one round at a time per store).
+    /// A failed publish marks nothing: the batch is free again for the next round.
+    fn relay_round<'a>(
+        &'a self,
+        limit: usize,
+        now_ms: i64,
+        publish: Publishing<'a>,
+    ) -> Fut<'a, RelayRound>;
+}
+
+/// A relay round's hand-off: the claimed `(event_id, event)`s in, the acknowledged ids out
+/// (or why none).
+pub type Publishing<'a> = Box<
+    dyn FnOnce(
+            Vec<(i64, Event)>,
+        ) -> Pin<Box<dyn Future<Output = Result<Vec<i64>, String>> + Send + 'a>>
+        + Send
+        + 'a,
+>;
+
+/// What one relay round did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RelayRound {
+    /// Events claimed and handed to the publisher.
+    pub claimed: usize,
+    /// Events marked published (the acknowledged ones).
+    pub marked: usize,
+    /// Why the publish failed, if it did (nothing was marked).
+    pub failed: Option<String>,
 }

@@ -15,9 +15,11 @@ use crate::answer::Answer;
 use crate::clock::Clock;
 use crate::decision::{Claim, KeyRow};
 use crate::lease::Instance;
-use crate::outcome::{Event, Outcome};
+use crate::outcome::Outcome;
 use crate::problem::Problem;
-use crate::store::{Claims, DbError, Fence, Fut, Keys, Reap, NewKey, Stuck};
+use crate::store::{
+    Claims, DbError, Fence, Fut, Keys, NewKey, Publishing, Reap, RelayRound, Stuck,
+};
 
 /// The future of one run of a unit of work, borrowing its transaction.
 pub type WorkFut<'t> = Pin<Box<dyn Future<Output = Result<Outcome, DbError>> + Send + 't>>;
@@ -231,14 +233,41 @@ impl Keys for PgKeys {
         Box::pin(async move { keys::with_partition(self.pool(), bucket, attempt).await })
     }
 
-    fn unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, Event)>> {
-        Box::pin(async move { outbox::unpublished(&self.pool().get().await?, limit).await })
-    }
-
-    fn mark_published(&self, ids: Vec<i64>, now_ms: i64) -> Fut<'_, ()> {
-        Box::pin(
-            async move { outbox::mark_published(&self.pool().get().await?, &ids, now_ms).await },
-        )
+    fn relay_round<'a>(
+        &'a self,
+        limit: usize,
+        now_ms: i64,
+        publish: Publishing<'a>,
+    ) -> Fut<'a, RelayRound> {
+        Box::pin(async move {
+            let mut c = self.pool().get().await?;
+            // The claim holds its rows until the mark commits; a failed publish rolls back
+            // (the transaction dropped), which frees them for the next round.
+            let tx = c.transaction().await?;
+            let events = outbox::claim(&tx, limit).await?;
+            let claimed = events.len();
+            if claimed == 0 {
+                return Ok(RelayRound::default());
+            }
+            let acked = match publish(events).await {
+                Ok(acked) => acked,
+                Err(e) => {
+                    let failed = Some(e);
+                    return Ok(RelayRound {
+                        claimed,
+                        marked: 0,
+                        failed,
+                    });
+                }
+            };
+            outbox::mark_published(&tx, &acked, now_ms).await?;
+            tx.commit().await?;
+            Ok(RelayRound {
+                claimed,
+                marked: acked.len(),
+                failed: None,
+            })
+        })
     }
 }
 

@@ -42,16 +42,15 @@ pub async fn insert<C: GenericClient>(
     Ok(())
 }
 
-/// Up to `limit` unpublished events, oldest first, as `(event_id, event)`.
-pub async fn unpublished<C: GenericClient>(
-    c: &C,
-    limit: usize,
-) -> Result<Vec<(i64, Event)>, DbError> {
+/// Up to `limit` unpublished events, oldest first, as `(event_id, event)`, locked for the
+/// caller's transaction; events another relay holds are skipped, never waited for.
+pub async fn claim<C: GenericClient>(c: &C, limit: usize) -> Result<Vec<(i64, Event)>, DbError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     Ok(rows(
         c,
         "SELECT event_id, topic, payload FROM sendonce_outbox
-         WHERE published_at_ms IS NULL ORDER BY event_id LIMIT $1",
+         WHERE published_at_ms IS NULL ORDER BY event_id LIMIT $1
+         FOR UPDATE SKIP LOCKED",
         &[&limit],
     )
     .await?

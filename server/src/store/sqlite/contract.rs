@@ -1,15 +1,19 @@
 //! [`Claims`] and [`Keys`] on SQLite: each phase of the engine as one call on the database handle — reads
 //! on the reader connection, writes through the group-commit writer.
 
+use std::sync::Arc;
+
 use rusqlite::Connection;
 
 use super::{atomically, keys, outbox, Db, Durability, Schema};
 use crate::answer::Answer;
 use crate::decision::{Claim, KeyRow};
 use crate::lease::{Instance, Lease};
-use crate::outcome::{Event, Outcome};
+use crate::outcome::Outcome;
 use crate::problem::Problem;
-use crate::store::{Claims, DbError, Fence, Fut, Keys, Reap, NewKey, Stuck};
+use crate::store::{
+    Claims, DbError, Fence, Fut, Keys, NewKey, Publishing, Reap, RelayRound, Stuck,
+};
 
 /// Key rows removed per expiry transaction: between chunks the requests' commits go
 /// through, so a big bucket never stalls them.
@@ -25,6 +29,9 @@ pub type Work = Box<dyn FnMut(&Connection) -> Result<Outcome, DbError> + Send>;
 pub struct SqliteKeys {
     db: Db,
     instance: Instance,
+    /// Held through a relay round (claim, publish, mark), so two relays of this store never
+    /// publish the same batch.
+    relaying: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl SqliteKeys {
@@ -38,6 +45,7 @@ impl SqliteKeys {
         Self {
             db,
             instance: Instance::new(),
+            relaying: Arc::default(),
         }
     }
 
@@ -131,14 +139,43 @@ impl Keys for SqliteKeys {
         }))
     }
 
-    fn unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, Event)>> {
-        Box::pin(self.db.read(move |c| outbox::unpublished(c, limit)))
-    }
-
-    fn mark_published(&self, ids: Vec<i64>, now_ms: i64) -> Fut<'_, ()> {
-        Box::pin(self.db.write(Durability::Normal, move |c| {
-            outbox::mark_published(c, &ids, now_ms)
-        }))
+    fn relay_round<'a>(
+        &'a self,
+        limit: usize,
+        now_ms: i64,
+        publish: Publishing<'a>,
+    ) -> Fut<'a, RelayRound> {
+        Box::pin(async move {
+            // One process per file: one round at a time here is one in the whole database.
+            let _claimed = self.relaying.lock().await;
+            let events = self.db.read(move |c| outbox::unpublished(c, limit)).await?;
+            let claimed = events.len();
+            if claimed == 0 {
+                return Ok(RelayRound::default());
+            }
+            let acked = match publish(events).await {
+                Ok(acked) => acked,
+                Err(e) => {
+                    let failed = Some(e);
+                    return Ok(RelayRound {
+                        claimed,
+                        marked: 0,
+                        failed,
+                    });
+                }
+            };
+            let marked = acked.len();
+            self.db
+                .write(Durability::Normal, move |c| {
+                    outbox::mark_published(c, &acked, now_ms)
+                })
+                .await?;
+            Ok(RelayRound {
+                claimed,
+                marked,
+                failed: None,
+            })
+        })
     }
 }
 
