@@ -9,6 +9,7 @@ use reqwest::Method;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::error_text::error_chain;
 use crate::proxy::{Fault, FAULT_HEADER};
 
 /// Tries of a GET before its transient failure counts.
@@ -386,16 +387,4 @@ impl Api {
         }
         result
     }
-}
-
-/// An error with its causes on one line.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
 }

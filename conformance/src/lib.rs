@@ -6,6 +6,7 @@
 
 pub mod checks;
 pub mod client;
+pub mod error_text;
 pub mod fixtures;
 pub mod operation;
 pub mod proxy;

@@ -224,7 +224,7 @@ async fn forward(client: &reqwest::Client, backend: &str, req: &Request) -> Repl
     result.unwrap_or_else(|e| Reply {
         status: 502,
         headers: vec![("x-sendonce-proxy-error".into(), b"1".to_vec())],
-        body: crate::client::error_chain(&e).into_bytes(),
+        body: crate::error_text::error_chain(&e).into_bytes(),
     })
 }
 
