@@ -11,7 +11,8 @@ use std::time::Duration;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use sendonce_streams::{event, Broker, Envelope};
 
-use super::{PublishError, Publisher};
+use sendonce_server::engine::Publish;
+use sendonce_server::Event;
 
 /// Why the Kafka relay does not start.
 #[derive(Debug, thiserror::Error)]
@@ -70,16 +71,21 @@ impl KafkaPublisher {
     }
 }
 
-impl Publisher for KafkaPublisher {
-    async fn publish(&self, events: &[(i64, String)]) -> Result<Vec<i64>, PublishError> {
+impl Publish for KafkaPublisher {
+    async fn publish(&self, events: Vec<(i64, Event)>) -> Result<Vec<i64>, String> {
         let mut acked = Vec::with_capacity(events.len());
         let mut deliveries = Vec::with_capacity(events.len());
-        for (event_id, payload) in events {
-            let envelope = match Envelope::from_outbox(*event_id, payload) {
+        for (event_id, event) in events {
+            let read = std::str::from_utf8(&event.payload)
+                .map_err(|e| e.to_string())
+                .and_then(|payload| {
+                    Envelope::from_outbox(event_id, payload).map_err(|e| e.to_string())
+                });
+            let envelope = match read {
                 Ok(envelope) => envelope,
                 Err(e) => {
                     tracing::error!(event_id, %e, "unreadable outbox event skipped");
-                    acked.push(*event_id);
+                    acked.push(event_id);
                     continue;
                 }
             };
@@ -92,8 +98,8 @@ impl Publisher for KafkaPublisher {
             let delivery = self
                 .producer
                 .send_result(record)
-                .map_err(|(e, _)| PublishError(e.to_string()))?;
-            deliveries.push((*event_id, delivery));
+                .map_err(|(e, _)| e.to_string())?;
+            deliveries.push((event_id, delivery));
         }
         let mut failure = None;
         for (event_id, delivery) in deliveries {
@@ -106,7 +112,7 @@ impl Publisher for KafkaPublisher {
         // What was acknowledged is marked even when a later message failed: it is in the
         // log already, and publishing it again would only be absorbed downstream.
         match failure {
-            Some(e) if acked.is_empty() => Err(PublishError(e)),
+            Some(e) if acked.is_empty() => Err(e),
             Some(e) => {
                 tracing::warn!(%e, acked = acked.len(), "part of a batch failed");
                 Ok(acked)

@@ -6,11 +6,10 @@
 //! at-least-once edge every consumer's inbox absorbs. On PostgreSQL the batch is claimed
 //! while it is published, so the relays of several instances take disjoint batches.
 
-#[cfg(feature = "kafka")]
 mod in_process;
+#[cfg(feature = "kafka")]
 pub mod kafka;
 
-use std::future::Future;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -18,28 +17,14 @@ use tokio::task::JoinHandle;
 
 use crate::app::{App, ServerError};
 use crate::config::Destination;
+use crate::store::RelayRound;
+use sendonce_server::engine::Publish;
+use sendonce_server::Event;
 
-/// Events read and published per round.
-const BATCH: usize = 256;
 /// Poll interval when nobody wakes the relay.
 const POLL: Duration = Duration::from_millis(50);
 /// Pause after a failed publish before trying again.
 const BACKOFF: Duration = Duration::from_millis(500);
-
-/// Delivers outbox events somewhere outside this database.
-pub trait Publisher: Send + Sync + 'static {
-    /// Publishes `(event_id, payload)` rows; returns the ids the far side acknowledged
-    /// (unreadable payloads included: they are logged and never block the outbox).
-    fn publish(
-        &self,
-        events: &[(i64, String)],
-    ) -> impl Future<Output = Result<Vec<i64>, PublishError>> + Send;
-}
-
-/// A publish that failed; the events stay unpublished and are tried again.
-#[derive(Debug, thiserror::Error)]
-#[error("publish failed: {0}")]
-pub struct PublishError(pub String);
 
 /// Starts the relay task for the configured destination.
 pub async fn spawn(
@@ -73,8 +58,10 @@ pub async fn spawn(
     }
 }
 
-/// Runs until shutdown: read unpublished events, publish, mark what was acknowledged.
-pub async fn run<P: Publisher>(app: App, publisher: P, mut shutdown: watch::Receiver<bool>) {
+/// Runs until shutdown: the engine's relay rounds ([`sendonce_server::Engine::relay_round`]
+/// over server-mock's outbox: claim a batch, publish, mark what was acknowledged), again at
+/// once after a full batch, else when a commit wakes it or every poll interval.
+pub async fn run<P: Publish>(app: App, publisher: P, mut shutdown: watch::Receiver<bool>) {
     loop {
         while let Some(published) = round(&app, &publisher).await {
             if published == 0 {
@@ -92,22 +79,13 @@ pub async fn run<P: Publisher>(app: App, publisher: P, mut shutdown: watch::Rece
 /// One batch, claimed so that no other instance's relay publishes it meanwhile (see
 /// [`crate::store::Store::relay_claimed`]): returns how many events were marked, or
 /// `None` after a failure.
-async fn round<P: Publisher>(app: &App, publisher: &P) -> Option<usize> {
-    let marks_unacked = app.config.relay_marks_unacked();
-    let publish: crate::store::Publish<'_> = Box::new(move |events| {
-        Box::pin(async move {
-            let published = publisher.publish(&events).await;
-            if marks_unacked {
-                // Test-only builds: the whole batch counts as published, acknowledged or not.
-                return Ok(events.iter().map(|(id, _)| *id).collect());
-            }
-            let acked = published.map_err(|e| e.to_string())?;
-            crash_point_after_ack().await;
-            Ok(acked)
-        })
-    });
-    match app.store.relay_claimed(BATCH, publish).await {
-        Ok(crate::store::RelayRound {
+async fn round<P: Publish>(app: &App, publisher: &P) -> Option<usize> {
+    let to = Acks {
+        publisher,
+        marks_unacked: app.config.relay_marks_unacked(),
+    };
+    match app.engine.relay_round(&to).await {
+        Ok(RelayRound {
             failed: Some(e), ..
         }) => {
             tracing::warn!(%e, "relay publish failed; trying again");
@@ -119,6 +97,27 @@ async fn round<P: Publisher>(app: &App, publisher: &P) -> Option<usize> {
             tracing::warn!(%e, "relay could not claim or mark events; they go out again");
             None
         }
+    }
+}
+
+/// The publisher as the relay's round sees it: what it acknowledged, after the test kill
+/// point between the ack and the mark — or, in a test-only build that marks unacknowledged
+/// events, the whole batch.
+struct Acks<'a, P> {
+    publisher: &'a P,
+    marks_unacked: bool,
+}
+
+impl<P: Publish> Publish for Acks<'_, P> {
+    async fn publish(&self, events: Vec<(i64, Event)>) -> Result<Vec<i64>, String> {
+        let ids: Vec<i64> = events.iter().map(|(id, _)| *id).collect();
+        let published = self.publisher.publish(events).await;
+        if self.marks_unacked {
+            return Ok(ids);
+        }
+        let acked = published?;
+        crash_point_after_ack().await;
+        Ok(acked)
     }
 }
 

@@ -1,5 +1,5 @@
 //! server-mock's store as the engine sees it ([`Claims`] for the request path, [`Reap`] for
-//! the reaper): the key read, the claim, the fenced commit and the release are the
+//! the reaper, [`Relay`] for the broker relay): the key read, the claim, the fenced commit and the release are the
 //! [`Store`](super::Store)'s own calls, so the money transaction stays one transaction (on
 //! PostgreSQL, one statement on its fast path) and a release voids the key's authorisation
 //! in the same transaction that frees it.
@@ -7,7 +7,9 @@
 use std::sync::Arc;
 
 use sendonce_server::clock::Clock;
-use sendonce_server::store::{Claims, DbError, Fence, Fut, NewKey, Reap, Stuck};
+use sendonce_server::store::{
+    Claims, DbError, Fence, Fut, NewKey, Publishing, Reap, Relay, RelayRound, Stuck,
+};
 use sendonce_server::{Answer, Claim, Instance, KeyRow};
 
 use super::{NewClaim, SharedStore};
@@ -116,5 +118,19 @@ impl Reap for Backend {
 
     fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
         self.store.expire(now_ms, key_window_ms)
+    }
+}
+
+/// The relay's view: server-mock's outbox (claimed per round on PostgreSQL, so the relays
+/// of several instances take disjoint batches), so [`sendonce_server::Engine::relay`]
+/// publishes its events to a broker.
+impl Relay for Backend {
+    fn relay_round<'a>(
+        &'a self,
+        limit: usize,
+        _now_ms: i64,
+        publish: Publishing<'a>,
+    ) -> Fut<'a, RelayRound> {
+        self.store.relay_claimed(limit, publish)
     }
 }

@@ -31,20 +31,20 @@ pub(crate) use fixtures::{FloorTransfer, PEER_EXPIRES_AFTER_MS, PEER_IN_PROGRESS
 /// A store call in flight.
 pub type Fut<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbError>> + Send + 'a>>;
 
-/// A broker's answer to one outbox batch: the event ids it acknowledged, or why none.
-pub type PublishFut<'a> = Pin<Box<dyn Future<Output = Result<Vec<i64>, String>> + Send + 'a>>;
-/// Publishes one claimed batch of `(event_id, payload)` rows (the broker relay's publisher).
-pub type Publish<'a> = Box<dyn FnOnce(Vec<(i64, String)>) -> PublishFut<'a> + Send + 'a>;
+pub use sendonce_server::store::{Publishing, RelayRound};
 
-/// What one broker relay round did.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct RelayRound {
-    /// Events claimed (0: nothing unclaimed was pending).
-    pub claimed: usize,
-    /// Events marked published (what the broker acknowledged).
-    pub marked: usize,
-    /// The publish failed: nothing marked, the events are tried again.
-    pub failed: Option<String>,
+/// The topic of server-mock's one kind of event, as the relay hands it to a publisher.
+pub const TRANSFER_DONE: &str = "TransferDone";
+
+/// Outbox rows `(event_id, payload)` as the relay hands them to a publisher.
+pub fn outbox_events(rows: Vec<(i64, String)>) -> Vec<(i64, sendonce_server::Event)> {
+    rows.into_iter()
+        .map(|(id, payload)| {
+            let topic = TRANSFER_DONE.to_string();
+            let payload = payload.into_bytes();
+            (id, sendonce_server::Event { topic, payload })
+        })
+        .collect()
 }
 
 /// What a look-up by key found: the debit (money moved), else the key row if any.
@@ -233,14 +233,14 @@ pub trait Store: Send + Sync {
     /// instance's relay publishes them meanwhile, handed to `publish`, and what it
     /// acknowledged marked published. By default (one instance on its own database, as
     /// with SQLite) a read, then the mark.
-    fn relay_claimed<'a>(&'a self, limit: usize, publish: Publish<'a>) -> Fut<'a, RelayRound> {
+    fn relay_claimed<'a>(&'a self, limit: usize, publish: Publishing<'a>) -> Fut<'a, RelayRound> {
         Box::pin(async move {
             let events = self.outbox_unpublished(limit).await?;
             let claimed = events.len();
             if claimed == 0 {
                 return Ok(RelayRound::default());
             }
-            let acked = match publish(events).await {
+            let acked = match publish(outbox_events(events)).await {
                 Ok(acked) => acked,
                 Err(e) => {
                     return Ok(RelayRound {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::Engine;
 use crate::outcome::Event;
-use crate::store::{DbError, Keys, Publishing};
+use crate::store::{DbError, Publishing, Relay, RelayRound};
 
 /// Where the relay hands events: a Kafka producer, an in-process consumer.
 pub trait Publish: Send + Sync {
@@ -25,19 +25,24 @@ pub trait Publish: Send + Sync {
 /// Events read per relay round.
 pub const BATCH: usize = 256;
 
-impl<S: Keys> Engine<S> {
+impl<S: Relay> Engine<S> {
     /// One round: up to [`BATCH`] unpublished events to `to`, the acknowledged ones marked.
     /// Returns how many were marked (0: nothing pending, or the publish failed).
     pub async fn relay<P: Publish>(&self, to: &P) -> Result<usize, DbError> {
-        let publish: Publishing<'_> = Box::new(move |events| Box::pin(to.publish(events)));
-        let round = self
-            .store
-            .relay_round(BATCH, self.clock.now_ms(), publish)
-            .await?;
+        let round = self.relay_round(to).await?;
         if let Some(e) = round.failed {
             tracing::warn!(%e, claimed = round.claimed, "publish failed; the events stay unpublished");
         }
         Ok(round.marked)
+    }
+
+    /// One round, as [`Engine::relay`], answering what it did (a relay loop of its own backs
+    /// off after a failed publish).
+    pub async fn relay_round<P: Publish>(&self, to: &P) -> Result<RelayRound, DbError> {
+        let publish: Publishing<'_> = Box::new(move |events| Box::pin(to.publish(events)));
+        self.store
+            .relay_round(BATCH, self.clock.now_ms(), publish)
+            .await
     }
 
     /// Runs [`Engine::relay`] until the task is dropped or aborted: again at once after a

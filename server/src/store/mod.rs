@@ -106,21 +106,11 @@ pub trait Reap: Claims {
     fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize>;
 }
 
-/// What the rest of the engine asks of a store: the by-key look-up's closing and the
-/// relay's calls. Implemented by [`sqlite::SqliteKeys`] and [`postgres::PgKeys`].
-pub trait Keys: Reap {
-    /// Closes a key never seen as not executed: stores `not_found` under it (404) in the
-    /// transaction that checks no row exists, so no late first request can run after the
-    /// look-up said it did not. Returns the row found instead, if there was one.
-    fn close_unexecuted<'a>(
-        &'a self,
-        scope: &'a str,
-        key: &'a str,
-        now_ms: i64,
-        bucket_width_ms: i64,
-        not_found: Vec<u8>,
-    ) -> Fut<'a, Option<KeyRow>>;
-
+/// What the relay asks of a store: one claimed round. Implemented by
+/// [`sqlite::SqliteKeys`] and [`postgres::PgKeys`]; an application whose events live in an
+/// outbox of its own (server-mock) implements it over that, and [`crate::Engine::relay`]
+/// publishes them.
+pub trait Relay: Send + Sync + 'static {
     /// One relay round: claims up to `limit` unpublished events, oldest first, hands them
     /// to `publish` and marks the ids it acknowledges published (at `now_ms`). A claimed
     /// batch is no other relay's while it is published (PostgreSQL: the rows locked `FOR
@@ -133,6 +123,23 @@ pub trait Keys: Reap {
         now_ms: i64,
         publish: Publishing<'a>,
     ) -> Fut<'a, RelayRound>;
+}
+
+/// What the rest of the engine asks of a store: the by-key look-up's closing (besides the
+/// reaper's and the relay's calls). Implemented by [`sqlite::SqliteKeys`] and
+/// [`postgres::PgKeys`].
+pub trait Keys: Reap + Relay {
+    /// Closes a key never seen as not executed: stores `not_found` under it (404) in the
+    /// transaction that checks no row exists, so no late first request can run after the
+    /// look-up said it did not. Returns the row found instead, if there was one.
+    fn close_unexecuted<'a>(
+        &'a self,
+        scope: &'a str,
+        key: &'a str,
+        now_ms: i64,
+        bucket_width_ms: i64,
+        not_found: Vec<u8>,
+    ) -> Fut<'a, Option<KeyRow>>;
 }
 
 /// A relay round's hand-off: the claimed `(event_id, event)`s in, the acknowledged ids out

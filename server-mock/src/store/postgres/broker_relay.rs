@@ -9,7 +9,7 @@
 //! the claim (the mark fails, the batch goes out again: a duplicate, never a loss).
 
 use super::PgStore;
-use crate::store::{Publish, RelayRound};
+use crate::store::{outbox_events, Publishing, RelayRound};
 use sendonce_server::store::DbError;
 
 /// The oldest free events, locked against every other relay until this one commits.
@@ -20,7 +20,7 @@ const CLAIM: &str = "SELECT event_id, payload FROM outbox WHERE NOT published
 pub(super) async fn relay_claimed(
     store: &PgStore,
     limit: usize,
-    publish: Publish<'_>,
+    publish: Publishing<'_>,
 ) -> Result<RelayRound, DbError> {
     let mut client = store.client().await?;
     let tx = client
@@ -35,7 +35,7 @@ pub(super) async fn relay_claimed(
     if claimed == 0 {
         return Ok(RelayRound::default());
     }
-    let acked = match publish(events).await {
+    let acked = match publish(outbox_events(events)).await {
         Ok(acked) => acked,
         Err(e) => {
             return Ok(RelayRound {

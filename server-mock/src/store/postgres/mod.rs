@@ -455,7 +455,7 @@ impl Store for PgStore {
     fn relay_claimed<'a>(
         &'a self,
         limit: usize,
-        publish: crate::store::Publish<'a>,
+        publish: crate::store::Publishing<'a>,
     ) -> Fut<'a, crate::store::RelayRound> {
         Box::pin(broker_relay::relay_claimed(self, limit, publish))
     }

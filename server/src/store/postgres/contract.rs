@@ -18,7 +18,7 @@ use crate::lease::Instance;
 use crate::outcome::Outcome;
 use crate::problem::Problem;
 use crate::store::{
-    Claims, DbError, Fence, Fut, Keys, NewKey, Publishing, Reap, RelayRound, Stuck,
+    Claims, DbError, Fence, Fut, Keys, NewKey, Publishing, Reap, Relay, RelayRound, Stuck,
 };
 
 /// The future of one run of a unit of work, borrowing its transaction.
@@ -209,30 +209,7 @@ impl Reap for PgKeys {
     }
 }
 
-impl Keys for PgKeys {
-    fn close_unexecuted<'a>(
-        &'a self,
-        scope: &'a str,
-        key: &'a str,
-        now_ms: i64,
-        bucket_width_ms: i64,
-        not_found: Vec<u8>,
-    ) -> Fut<'a, Option<KeyRow>> {
-        let bucket = now_ms.div_euclid(bucket_width_ms);
-        let attempt = move || {
-            let not_found = not_found.clone();
-            async move {
-                let mut c = self.pool().get().await?;
-                let tx = c.transaction().await?;
-                exec(&tx, keys::KEY_LOCK, &[&scope, &key]).await?;
-                let row = keys::close(&tx, scope, key, now_ms, bucket, &not_found).await?;
-                tx.commit().await?;
-                Ok(row)
-            }
-        };
-        Box::pin(async move { keys::with_partition(self.pool(), bucket, attempt).await })
-    }
-
+impl Relay for PgKeys {
     fn relay_round<'a>(
         &'a self,
         limit: usize,
@@ -268,6 +245,31 @@ impl Keys for PgKeys {
                 failed: None,
             })
         })
+    }
+}
+
+impl Keys for PgKeys {
+    fn close_unexecuted<'a>(
+        &'a self,
+        scope: &'a str,
+        key: &'a str,
+        now_ms: i64,
+        bucket_width_ms: i64,
+        not_found: Vec<u8>,
+    ) -> Fut<'a, Option<KeyRow>> {
+        let bucket = now_ms.div_euclid(bucket_width_ms);
+        let attempt = move || {
+            let not_found = not_found.clone();
+            async move {
+                let mut c = self.pool().get().await?;
+                let tx = c.transaction().await?;
+                exec(&tx, keys::KEY_LOCK, &[&scope, &key]).await?;
+                let row = keys::close(&tx, scope, key, now_ms, bucket, &not_found).await?;
+                tx.commit().await?;
+                Ok(row)
+            }
+        };
+        Box::pin(async move { keys::with_partition(self.pool(), bucket, attempt).await })
     }
 }
 

@@ -12,7 +12,7 @@ use crate::lease::{Instance, Lease};
 use crate::outcome::Outcome;
 use crate::problem::Problem;
 use crate::store::{
-    Claims, DbError, Fence, Fut, Keys, NewKey, Publishing, Reap, RelayRound, Stuck,
+    Claims, DbError, Fence, Fut, Keys, NewKey, Publishing, Reap, Relay, RelayRound, Stuck,
 };
 
 /// Key rows removed per expiry transaction: between chunks the requests' commits go
@@ -124,21 +124,7 @@ impl Reap for SqliteKeys {
     }
 }
 
-impl Keys for SqliteKeys {
-    fn close_unexecuted<'a>(
-        &'a self,
-        scope: &'a str,
-        key: &'a str,
-        now_ms: i64,
-        bucket_width_ms: i64,
-        not_found: Vec<u8>,
-    ) -> Fut<'a, Option<KeyRow>> {
-        let (scope, key) = (scope.to_string(), key.to_string());
-        Box::pin(self.db.write(Durability::Full, move |c| {
-            keys::close_unexecuted(c, &scope, &key, now_ms, bucket_width_ms, &not_found)
-        }))
-    }
-
+impl Relay for SqliteKeys {
     fn relay_round<'a>(
         &'a self,
         limit: usize,
@@ -176,6 +162,22 @@ impl Keys for SqliteKeys {
                 failed: None,
             })
         })
+    }
+}
+
+impl Keys for SqliteKeys {
+    fn close_unexecuted<'a>(
+        &'a self,
+        scope: &'a str,
+        key: &'a str,
+        now_ms: i64,
+        bucket_width_ms: i64,
+        not_found: Vec<u8>,
+    ) -> Fut<'a, Option<KeyRow>> {
+        let (scope, key) = (scope.to_string(), key.to_string());
+        Box::pin(self.db.write(Durability::Full, move |c| {
+            keys::close_unexecuted(c, &scope, &key, now_ms, bucket_width_ms, &not_found)
+        }))
     }
 }
 
