@@ -20,8 +20,6 @@ use sendonce_server::Engine;
 pub struct AppState {
     /// Configuration it was started with.
     pub config: ServerConfig,
-    /// The storage backend (SQLite or PostgreSQL), chosen by `config.db`.
-    pub store: SharedStore,
     /// The same backend as the test API and the bench endpoints see it.
     pub fixtures: SharedFixtures,
     /// The one clock (shared with the store, which publishes it for expiry).
@@ -79,7 +77,6 @@ impl AppState {
             instance,
             max_amount_minor: AtomicI64::new(MAX_AMOUNT_MINOR),
             config,
-            store: opened.store,
             fixtures: opened.fixtures,
             clock,
             relay_wake: Notify::new(),
@@ -94,6 +91,12 @@ impl AppState {
     /// only elapsed time, or claims stamped by the new time, move expiry on. (A process
     /// cannot tell a step from elapsed time once it serves claims at the stepped time; on
     /// PostgreSQL the other live instances' clocks bound it too, see the store's `expire`.)
+    /// The storage backend (SQLite or PostgreSQL), chosen by `config.db`: the one the
+    /// engine holds.
+    pub fn store(&self) -> &SharedStore {
+        self.engine.store().store()
+    }
+
     pub fn expiry_now(&self) -> Option<i64> {
         self.engine.expiry_now()
     }

@@ -132,7 +132,7 @@ pub async fn start(config: ServerConfig, listen: SocketAddr) -> Result<RunningSe
         relay,
         tokio::spawn(reaper::run(app.clone(), rx)),
     ];
-    tracing::info!(%addr, backend = app.store.backend(), "server-mock started");
+    tracing::info!(%addr, backend = app.store().backend(), "server-mock started");
     Ok(RunningServer {
         addr,
         app,

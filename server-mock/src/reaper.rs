@@ -59,7 +59,7 @@ pub async fn trim(app: &App) -> Result<Trimmed, DbError> {
     };
     let cut = app.config.retention.cutoffs(now);
     for _ in 0..TRIM_MAX_CHUNKS {
-        let t = app.store.trim(cut).await?;
+        let t = app.store().trim(cut).await?;
         total.outbox += t.outbox;
         total.inbox += t.inbox;
         total.sms += t.sms;
@@ -170,7 +170,7 @@ mod tests {
             (1, 1, 2, 0),
             "moved: completed; authorised: finished; nothing, fresh: released"
         );
-        let row = |key: &str| app.store.key_row("u1".into(), key.into());
+        let row = |key: &str| app.store().key_row("u1".into(), key.into());
         let moved = row("moved").await.unwrap().expect("moved's row");
         assert_eq!((moved.completed, moved.status), (true, Some(201)));
         assert_eq!(
@@ -187,7 +187,7 @@ mod tests {
         }
         let authorised = row("authorised").await.unwrap().expect("authorised's row");
         assert_eq!((authorised.completed, authorised.status), (true, Some(201)));
-        let debit = app.store.lookup("u1".into(), "authorised".into()).await;
+        let debit = app.store().lookup("u1".into(), "authorised".into()).await;
         let debit = debit.unwrap().expect("a debit under the key");
         assert_eq!(debit.amount_minor, 7, "finished from the stored body");
     }

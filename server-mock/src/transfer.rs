@@ -151,7 +151,7 @@ impl Operation<Backend> for Transfer {
             return Ok(Authorised::No);
         }
         let now_ms = self.app.clock.now_ms();
-        let store = &*self.app.store;
+        let store = self.app.store().as_ref();
         let auth = gateway::authorize(
             store,
             faults.gateway_delay(),
@@ -205,7 +205,7 @@ impl Operation<Backend> for Transfer {
     /// client's retry runs the transfer once. The holder, if still alive, is fenced out.
     async fn recover(&self, stuck: &Stuck) -> Result<Recovery<Pending, Authorised>, Problem> {
         let f = &stuck.fence;
-        let traced = self.app.store.traces(f.scope.clone(), f.key.clone());
+        let traced = self.app.store().traces(f.scope.clone(), f.key.clone());
         let traced = traced.await.map_err(DbError::into_problem)?;
         // A claimed key's body always parses (a key claimed before the body column existed
         // has none: released, and its retry meets the ledger's guard).

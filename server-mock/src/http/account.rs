@@ -23,7 +23,7 @@ struct Wallet {
 pub async fn wallet(State(app): State<App>, headers: HeaderMap) -> Result<Response, Problem> {
     let caller = authenticate(&app, &headers).await?;
     let balance = app
-        .store
+        .store()
         .balance(caller.user_id.clone())
         .await
         .map_err(crate::problem::from_db)?;
@@ -55,7 +55,7 @@ pub async fn put_profile(State(app): State<App>, req: Request) -> Result<Respons
     require_json(&parts.headers)?;
     let body: ProfileBody = parse_json(&read_body(&parts.headers, body).await?)?;
     let display_name = text::clean("display_name", &body.display_name, 100)?;
-    app.store
+    app.store()
         .set_display_name(caller.user_id.clone(), display_name.clone())
         .await
         .map_err(crate::problem::from_db)?;
@@ -96,7 +96,7 @@ pub async fn post_beneficiary(State(app): State<App>, req: Request) -> Result<Re
     }
     let name = text::clean("name", &body.name, 100)?;
     let outcome = app
-        .store
+        .store()
         .add_beneficiary(NewBeneficiary {
             beneficiary_id: format!("ben_{}", uuid::Uuid::now_v7().simple()),
             user_id: caller.user_id,

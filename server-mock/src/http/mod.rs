@@ -119,7 +119,7 @@ pub(crate) async fn authenticate(app: &App, headers: &HeaderMap) -> Result<Calle
         .ok_or_else(Problem::unauthenticated)?;
     let (hash, now) = (crate::auth::token_hash(&token), app.clock.now_ms());
     let found = app
-        .store
+        .store()
         .caller(hash, now)
         .await
         .map_err(crate::problem::from_db)?;

@@ -255,7 +255,7 @@ struct Replayed {
 async fn replay_outbox(State(app): State<App>, req: Request) -> Result<Response, Problem> {
     let body: ReplayBody = parse_optional(&body_of(req).await?)?;
     let republished = app
-        .store
+        .store()
         .replay_outbox(body.from_event)
         .await
         .map_err(crate::problem::from_db)?;

@@ -113,7 +113,7 @@ pub async fn get_by_id(
     take_request(&app, &caller)?;
     let Path(transfer_id) = path.map_err(|e| Problem::invalid(e.body_text()))?;
     let record = app
-        .store
+        .store()
         .debit_by_transfer(caller.user_id, transfer_id)
         .await
         .map_err(crate::problem::from_db)?;
@@ -136,7 +136,7 @@ pub async fn get_by_key(
         .ok_or_else(|| key::problem(KeyError::Missing))?;
     let key = key::parse_key(raw.as_bytes()).map_err(key::problem)?;
     let mut found = app
-        .store
+        .store()
         .lookup(caller.user_id.clone(), key.clone())
         .await
         .map_err(crate::problem::from_db)?;
@@ -151,7 +151,7 @@ pub async fn get_by_key(
         let width = bucket_width_ms(app.key_window_ms());
         let body = transfer_not_found().body_bytes();
         found = app
-            .store
+            .store()
             .close_unexecuted(caller.user_id, key, now, width, body)
             .await
             .map_err(crate::problem::from_db)?;

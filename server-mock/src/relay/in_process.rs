@@ -25,11 +25,11 @@ pub async fn run(app: App, mut shutdown: watch::Receiver<bool>) {
         let pending = if woken {
             Ok(true)
         } else {
-            app.store.outbox_pending().await
+            app.store().outbox_pending().await
         };
         if !matches!(pending, Ok(false)) {
             loop {
-                match app.store.publish_batch(app.clock.now_ms()).await {
+                match app.store().publish_batch(app.clock.now_ms()).await {
                     Ok(n) if n >= BATCH => {}
                     Ok(_) => break,
                     Err(e) => {

@@ -31,7 +31,7 @@ pub async fn validate(app: &App, caller: &Caller, body: &[u8]) -> Result<ValidTr
     // The body's own checks first: a body they refuse costs no read.
     check_body(app.max_amount_minor(), caller, &parsed)?;
     let recipient_currency = app
-        .store
+        .store()
         .user_currency(parsed.to_user_id.clone())
         .await
         .map_err(crate::problem::from_db)?;
