@@ -119,6 +119,16 @@ impl Reap for Backend {
     fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
         self.store.expire(now_ms, key_window_ms)
     }
+
+    fn release_stuck<'a>(&'a self, fence: &'a Fence) -> Fut<'a, ()> {
+        let (user, key, lock) = (
+            fence.scope.clone(),
+            fence.key.clone(),
+            fence.lock_id.clone(),
+        );
+        self.store
+            .release_stuck(user, key, lock, self.clock.now_ms())
+    }
 }
 
 /// The relay's view: server-mock's outbox (claimed per round on PostgreSQL, so the relays

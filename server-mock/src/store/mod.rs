@@ -173,6 +173,17 @@ pub trait Store: Send + Sync {
     /// Releases a key we hold (nothing committed), so a retry executes from scratch, and
     /// voids its authorisation in the same transaction (the retry gets a fresh one).
     fn release(&self, user_id: String, key: String, lock_id: String, now_ms: i64) -> Fut<'_, ()>;
+    /// The reaper's [`Store::release`] of a stuck key: waiting only briefly for rows a
+    /// stalled session holds (the key is tried again next pass, and the pass goes on).
+    fn release_stuck(
+        &self,
+        user_id: String,
+        key: String,
+        lock_id: String,
+        now_ms: i64,
+    ) -> Fut<'_, ()> {
+        self.release(user_id, key, lock_id, now_ms)
+    }
     /// The ledger first (it outlives the key row), then the key row.
     fn lookup(&self, user_id: String, key: String) -> Fut<'_, Lookup>;
     /// Like [`Store::lookup`], but a key with neither a debit nor a row is closed as not
@@ -242,21 +253,11 @@ pub trait Store: Send + Sync {
             }
             let acked = match publish(outbox_events(events)).await {
                 Ok(acked) => acked,
-                Err(e) => {
-                    return Ok(RelayRound {
-                        claimed,
-                        marked: 0,
-                        failed: Some(e),
-                    })
-                }
+                Err(e) => return Ok(RelayRound::failed(claimed, e)),
             };
             let marked = acked.len();
             self.mark_published(acked).await?;
-            Ok(RelayRound {
-                claimed,
-                marked,
-                failed: None,
-            })
+            Ok(RelayRound::marked(claimed, marked))
         })
     }
 }

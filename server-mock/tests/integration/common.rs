@@ -221,17 +221,27 @@ impl TestServer {
         self.try_transfer(token, key, body).await.expect("transfer")
     }
 
-    /// Retries like the SDK does (same key, same bytes) until a definitive answer.
+    /// Retries like the SDK does (same key, same bytes) until a definitive answer; a key
+    /// that never gets one fails naming the last answers it got.
     pub async fn transfer_until_done(&self, token: &str, key: &str, body: &str) -> Resp {
+        let mut last = Vec::new();
         for _ in 0..400 {
             match self.try_transfer(token, Some(key), body).await {
-                Ok(r) if r.status == 409 || r.status >= 500 => {}
+                Ok(r) if r.status == 409 || r.status >= 500 => {
+                    last.push(format!("{} {}", r.status, r.code()));
+                }
                 Ok(r) => return r,
-                Err(_) => {}
+                Err(e) => {
+                    last.push(format!("err {e}"));
+                }
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        panic!("transfer with key {key} never finished");
+        let n = last.len();
+        panic!(
+            "transfer with key {key} never finished: {:?}",
+            &last[n.saturating_sub(12)..]
+        );
     }
 
     pub async fn ledger(&self) -> Vec<Value> {

@@ -113,7 +113,7 @@ impl<S: Reap> Engine<S> {
                 })
             }
             Ok(Recovery::Release) => {
-                self.store.release(fence).await?;
+                self.store.release_stuck(fence).await?;
                 Ok(Resolved::Released)
             }
             Ok(Recovery::Hold) => Ok(Resolved::Held),

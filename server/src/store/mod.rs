@@ -104,6 +104,14 @@ pub trait Reap: Claims {
     /// drops day partitions, by a time no single instance's clock step can move forward);
     /// returns the key rows removed.
     fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize>;
+    /// The reaper's release of a stuck key ([`crate::engine::Recovery::Release`]): by
+    /// default [`Claims::release`]. A store whose request-path release may wait long for
+    /// the locks of a stalled session (a connection cut mid-transaction that the database
+    /// has not noticed yet) answers sooner here: the reaper goes on to the other keys and
+    /// tries this one again next pass, instead of holding the whole pass up.
+    fn release_stuck<'a>(&'a self, fence: &'a Fence) -> Fut<'a, ()> {
+        self.release(fence)
+    }
 }
 
 /// What the relay asks of a store: one claimed round. Implemented by
@@ -161,4 +169,24 @@ pub struct RelayRound {
     pub marked: usize,
     /// Why the publish failed, if it did (nothing was marked).
     pub failed: Option<String>,
+}
+
+impl RelayRound {
+    /// `claimed` events published, `marked` of them acknowledged and marked.
+    pub fn marked(claimed: usize, marked: usize) -> Self {
+        Self {
+            claimed,
+            marked,
+            failed: None,
+        }
+    }
+
+    /// `claimed` events handed to a publish that failed: nothing marked.
+    pub fn failed(claimed: usize, why: String) -> Self {
+        Self {
+            claimed,
+            marked: 0,
+            failed: Some(why),
+        }
+    }
 }

@@ -37,13 +37,7 @@ pub(super) async fn relay_claimed(
     }
     let acked = match publish(outbox_events(events)).await {
         Ok(acked) => acked,
-        Err(e) => {
-            return Ok(RelayRound {
-                claimed,
-                marked: 0,
-                failed: Some(e),
-            })
-        }
+        Err(e) => return Ok(RelayRound::failed(claimed, e)),
     };
     tx.execute(
         "UPDATE outbox SET published = TRUE WHERE event_id = ANY($1)",
@@ -51,9 +45,5 @@ pub(super) async fn relay_claimed(
     )
     .await?;
     tx.commit().await?;
-    Ok(RelayRound {
-        claimed,
-        marked: acked.len(),
-        failed: None,
-    })
+    Ok(RelayRound::marked(claimed, acked.len()))
 }

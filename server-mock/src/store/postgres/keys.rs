@@ -149,8 +149,22 @@ pub(super) async fn release_unused(
     lock_id: String,
     now_ms: i64,
 ) -> Result<(), DbError> {
-    in_transaction!(store, |tx| {
-        release(&tx, &user_id, &key, &lock_id).await?;
-        settle(&tx, &user_id, &key, now_ms, Settle::UnlessHeld).await?;
-    })
+    in_transaction!(store, |tx| release_in(
+        &tx, &user_id, &key, &lock_id, now_ms
+    )
+    .await?)
+}
+
+/// [`release_unused`] inside the caller's transaction (the reaper's, under its brief lock
+/// wait): the key row freed and its authorisation voided together.
+pub(super) async fn release_in<C: GenericClient>(
+    tx: &C,
+    user_id: &str,
+    key: &str,
+    lock_id: &str,
+    now_ms: i64,
+) -> Result<(), DbError> {
+    release(tx, user_id, key, lock_id).await?;
+    settle(tx, user_id, key, now_ms, Settle::UnlessHeld).await?;
+    Ok(())
 }

@@ -301,6 +301,21 @@ impl Store for PgStore {
         Box::pin(keys::release_unused(self, user_id, key, lock_id, now_ms))
     }
 
+    fn release_stuck(
+        &self,
+        user_id: String,
+        key: String,
+        lock_id: String,
+        now_ms: i64,
+    ) -> Fut<'_, ()> {
+        Box::pin(async move {
+            in_transaction!(self, |tx| {
+                tx.batch_execute(RESOLVE_LOCK_WAIT).await?;
+                keys::release_in(&tx, &user_id, &key, &lock_id, now_ms).await?
+            })
+        })
+    }
+
     fn lookup(&self, user_id: String, key: String) -> Fut<'_, Lookup> {
         Box::pin(async move { keys::lookup(&self.client().await?, &user_id, &key).await })
     }

@@ -228,22 +228,11 @@ impl Relay for PgKeys {
             }
             let acked = match publish(events).await {
                 Ok(acked) => acked,
-                Err(e) => {
-                    let failed = Some(e);
-                    return Ok(RelayRound {
-                        claimed,
-                        marked: 0,
-                        failed,
-                    });
-                }
+                Err(e) => return Ok(RelayRound::failed(claimed, e)),
             };
             outbox::mark_published(&tx, &acked, now_ms).await?;
             tx.commit().await?;
-            Ok(RelayRound {
-                claimed,
-                marked: acked.len(),
-                failed: None,
-            })
+            Ok(RelayRound::marked(claimed, acked.len()))
         })
     }
 }

@@ -141,14 +141,7 @@ impl Relay for SqliteKeys {
             }
             let acked = match publish(events).await {
                 Ok(acked) => acked,
-                Err(e) => {
-                    let failed = Some(e);
-                    return Ok(RelayRound {
-                        claimed,
-                        marked: 0,
-                        failed,
-                    });
-                }
+                Err(e) => return Ok(RelayRound::failed(claimed, e)),
             };
             let marked = acked.len();
             self.db
@@ -156,11 +149,7 @@ impl Relay for SqliteKeys {
                     outbox::mark_published(c, &acked, now_ms)
                 })
                 .await?;
-            Ok(RelayRound {
-                claimed,
-                marked,
-                failed: None,
-            })
+            Ok(RelayRound::marked(claimed, marked))
         })
     }
 }
