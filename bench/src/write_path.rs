@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use rusqlite::{params, Connection, TransactionBehavior};
 use sendonce_server::fingerprint::request_hash;
-use sendonce_server::store::sqlite::keys;
 use sendonce_server::store::sqlite::Db;
+use sendonce_server::store::sqlite::{keys, outbox};
 use sendonce_server::store::NewKey;
 use sendonce_server::{Claim, Lease};
 use server_mock::consumers::{Consumer, TransferDone};
@@ -106,11 +106,7 @@ fn one(
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let _balance = ledger::balance(&tx, user)?;
     ledger::insert_debit(&tx, &record, &hash)?;
-    tx.execute(
-        "INSERT INTO outbox (kind, transfer_id, payload, created_at_ms) VALUES ('TransferDone', ?1, ?2, ?3)",
-        params![record.transfer_id, String::from_utf8_lossy(&body), now],
-    )?;
-    let event = tx.last_insert_rowid();
+    let event = outbox::insert_one(&tx, user, &key, now, "TransferDone", &body)?;
     keys::complete(&tx, user, &key, &lock, 201, &body)?;
     tx.commit()?;
     // The relay, for a batch of one (what a single client sees).
@@ -122,10 +118,7 @@ fn one(
     // In WAL mode the last FULL commit's fsync also makes the earlier NORMAL commits durable.
     // As built, the mark commits NORMAL with the consumers (one relay transaction, no fsync).
     sync(c, v != Variant::AsBuilt)?;
-    c.execute(
-        "UPDATE outbox SET published = 1 WHERE published = 0 AND event_id <= ?1",
-        params![event],
-    )?;
+    outbox::mark_through(c, event, now)?;
     Ok(start.elapsed().as_secs_f64())
 }
 

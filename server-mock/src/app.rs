@@ -24,8 +24,8 @@ pub struct AppState {
     pub fixtures: SharedFixtures,
     /// The one clock (shared with the store, which publishes it for expiry).
     pub clock: Arc<Clock>,
-    /// Injected faults.
-    pub faults: Faults,
+    /// Injected faults (shared with the engine's store, whose request commits they can fail).
+    pub faults: Arc<Faults>,
     /// Who this server process is: key locks it holds carry its id, and lock ages are
     /// measured from its start, never from the wall clock.
     pub instance: Instance,
@@ -67,12 +67,22 @@ impl AppState {
                 (opened, clock)
             }
         };
-        let backend = Backend::new(opened.store.clone(), instance.clone(), clock.clone());
+        let faults = Arc::new(Faults::new(config.gateway_delay));
+        let fail_commit = {
+            let faults = faults.clone();
+            move || faults.fail_commit()
+        };
+        let backend = Backend::new(
+            opened.store.clone(),
+            instance.clone(),
+            clock.clone(),
+            fail_commit,
+        );
         let engine = Engine::new(backend)
             .clock(clock.clone())
             .key_window(config.key_window);
         Ok(Arc::new(Self {
-            faults: Faults::new(config.gateway_delay),
+            faults,
             quotas: quota::Quotas::new(config.quotas),
             instance,
             max_amount_minor: AtomicI64::new(MAX_AMOUNT_MINOR),

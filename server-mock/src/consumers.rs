@@ -1,9 +1,11 @@
-//! Downstream consumers of `TransferDone`: wallet credit and SMS, each behind an inbox.
+//! Downstream consumers of `TransferDone`: wallet credit and SMS, each behind the library's
+//! inbox (`sendonce_server::store::sqlite::inbox`, in the transaction of the effect).
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Deserialize;
 
 use crate::ledger::{self, TransferRecord};
+use sendonce_server::store::sqlite::inbox;
 use sendonce_server::store::DbError;
 
 /// The `TransferDone` event as published (the transfer's JSON).
@@ -80,13 +82,7 @@ impl Consumer {
     ) -> Result<usize, DbError> {
         let mut applied = 0;
         for (event_id, event) in events {
-            let fresh = tx
-                .prepare_cached(
-                    "INSERT OR ROLLBACK INTO inbox (consumer, event_id, processed_at_ms) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (consumer, event_id) DO NOTHING",
-                )?
-                .execute(params![self.name(), event_id, now_ms])?;
-            if fresh == 0 {
+            if !inbox::first_time(tx, self.name(), *event_id, now_ms)? {
                 continue;
             }
             match self {

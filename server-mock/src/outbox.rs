@@ -1,22 +1,30 @@
-//! The outbox on SQLite: events written with the debit, delivered to the in-process
-//! consumers at least once (the loop that drives it: `relay/in_process.rs`).
+//! server-mock's events in the library's outbox (`sendonce_server::store::sqlite::outbox`):
+//! the `TransferDone` written with each debit, and the in-process relay's batch on SQLite —
+//! delivered to this process's consumers in the transaction that marks it published (the loop
+//! that drives it: `relay/in_process.rs`).
 
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 
 use crate::consumers::{Consumer, TransferDone};
+use crate::ledger::TransferRecord;
+use sendonce_server::store::sqlite::outbox;
 use sendonce_server::store::DbError;
+use sendonce_server::Event;
 
 /// Events handled per database call, so other requests get the connection in between.
 pub const BATCH: usize = 64;
+
+/// The topic of server-mock's one kind of event.
+pub const TRANSFER_DONE: &str = "TransferDone";
 
 /// Delivers up to one batch and marks it published; returns how many events it handled.
 ///
 /// Delivery happens before the mark, exactly like a broker publish followed by an offset
 /// commit: each consumer's batch is its own (nested) transaction, so when they do not share
 /// a commit with the mark (a bare connection) a crash in between publishes again, and the
-/// consumers' inboxes absorb the duplicate; a replay (`replay_from`) does the same.
+/// consumers' inboxes absorb the duplicate; a replay (`outbox::replay_from`) does the same.
 pub fn publish_batch(conn: &mut Connection, now_ms: i64) -> Result<usize, DbError> {
-    let events = pending(conn, BATCH)?;
+    let events = outbox::unpublished(conn, BATCH)?;
     let Some(last) = events.last().map(|(id, _)| *id) else {
         return Ok(0);
     };
@@ -25,67 +33,31 @@ pub fn publish_batch(conn: &mut Connection, now_ms: i64) -> Result<usize, DbErro
         consumer.handle_batch(conn, &decoded, now_ms)?;
     }
     // The batch is every unpublished event up to `last`, in order, so one range marks it.
-    conn.prepare_cached("UPDATE outbox SET published = 1 WHERE published = 0 AND event_id <= ?1")?
-        .execute(params![last])?;
+    outbox::mark_through(conn, last, now_ms)?;
     Ok(events.len())
-}
-
-/// Up to `limit` unpublished events, oldest first: `(event_id, payload)`.
-pub fn pending(conn: &Connection, limit: usize) -> Result<Vec<(i64, String)>, DbError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT event_id, payload FROM outbox WHERE published = 0 ORDER BY event_id LIMIT ?1",
-    )?;
-    let rows = stmt.query_map(params![limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// Writes the `TransferDone` event of a debit (in the debit's transaction); returns its id.
 pub(crate) fn insert_transfer_done(
     conn: &Connection,
-    record: &crate::ledger::TransferRecord,
+    record: &TransferRecord,
     body: &[u8],
 ) -> Result<i64, DbError> {
-    conn.prepare_cached(
-        "INSERT OR ROLLBACK INTO outbox (kind, transfer_id, payload, created_at_ms)
-         VALUES ('TransferDone', ?1, ?2, ?3)",
-    )?
-    .execute(params![
-        record.transfer_id,
-        String::from_utf8_lossy(body),
-        record.created_at_ms
-    ])?;
-    Ok(conn.last_insert_rowid())
-}
-
-/// Marks these events published (a broker acknowledged them).
-pub fn mark_published(conn: &Connection, event_ids: &[i64]) -> Result<(), DbError> {
-    let mut stmt = conn.prepare_cached("UPDATE outbox SET published = 1 WHERE event_id = ?1")?;
-    for id in event_ids {
-        stmt.execute(params![id])?;
-    }
-    Ok(())
+    let (user, key) = (&record.from_user_id, &record.idempotency_key);
+    outbox::insert_one(conn, user, key, record.created_at_ms, TRANSFER_DONE, body)
 }
 
 /// The events of a batch that parse; a poison message must not block the stream forever,
 /// so an unreadable one is logged and skipped.
-pub(crate) fn decode(events: &[(i64, String)]) -> Vec<(i64, TransferDone)> {
+pub(crate) fn decode(events: &[(i64, Event)]) -> Vec<(i64, TransferDone)> {
     events
         .iter()
-        .filter_map(|(event_id, payload)| match serde_json::from_str(payload) {
+        .filter_map(|(event_id, e)| match serde_json::from_slice(&e.payload) {
             Ok(event) => Some((*event_id, event)),
-            Err(e) => {
-                tracing::error!(event_id, %e, "unreadable outbox event skipped");
+            Err(err) => {
+                tracing::error!(event_id, %err, "unreadable outbox event skipped");
                 None
             }
         })
         .collect()
-}
-
-/// Marks every event from `from_event` on as unpublished, as a broker replay from an old
-/// offset would; returns how many will be delivered again.
-pub fn replay_from(conn: &Connection, from_event: i64) -> Result<usize, DbError> {
-    Ok(conn.execute(
-        "UPDATE outbox SET published = 0 WHERE event_id >= ?1",
-        params![from_event],
-    )?)
 }

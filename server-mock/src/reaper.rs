@@ -164,6 +164,11 @@ mod tests {
             ..Default::default()
         };
         let app = crate::app::AppState::open(config).await.unwrap();
+        // A request's commit fails under this fault; the reaper's never does (it plays a
+        // request's failed commit: `Reap::commit_stuck` is the reaper's own).
+        let always: crate::faults::FaultPatch =
+            serde_json::from_value(serde_json::json!({"fail_commit_rate": 1.0})).unwrap();
+        app.faults.apply(always).unwrap();
         let p = pass(&app).await.unwrap();
         assert_eq!(
             (p.completed, p.finished, p.released, p.held),

@@ -16,6 +16,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection};
 
 use crate::consumers::Consumer;
+use sendonce_server::store::sqlite::{inbox, outbox};
 use sendonce_server::store::DbError;
 
 /// Rows removed per statement: small enough that requests' commits pass in between.
@@ -110,22 +111,10 @@ impl Trimmed {
 /// newest outbox row always stays, so "its event left the outbox" can be read as "its id is
 /// below the smallest id still there" even when every event was trimmed.
 pub fn trim_chunk(conn: &Connection, cut: Cutoffs) -> Result<Trimmed, DbError> {
-    let outbox = conn
-        .prepare_cached(
-            "DELETE FROM outbox WHERE event_id IN (SELECT event_id FROM outbox ORDER BY event_id LIMIT ?2)
-               AND published = 1 AND created_at_ms < ?1
-               AND event_id < (SELECT MAX(event_id) FROM outbox)",
-        )?
-        .execute(params![cut.outbox, TRIM_CHUNK])?;
+    let outbox = outbox::trim(conn, cut.outbox, TRIM_CHUNK)?;
     let mut inbox = 0;
     for consumer in Consumer::ALL {
-        inbox += conn
-            .prepare_cached(
-                "DELETE FROM inbox WHERE consumer = ?3
-                   AND event_id IN (SELECT event_id FROM inbox WHERE consumer = ?3 ORDER BY event_id LIMIT ?2)
-                   AND event_id < (SELECT MIN(event_id) FROM outbox) AND processed_at_ms < ?1",
-            )?
-            .execute(params![cut.inbox, TRIM_CHUNK, consumer.name()])?;
+        inbox += inbox::trim(conn, consumer.name(), cut.inbox, TRIM_CHUNK)?;
     }
     let sms = conn
         .prepare_cached(

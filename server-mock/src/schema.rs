@@ -2,6 +2,7 @@
 
 use rusqlite::Connection;
 
+use sendonce_server::store::sqlite::{inbox as lib_inbox, outbox as lib_outbox};
 use sendonce_server::store::DbError;
 
 pub(crate) const SCHEMA: &str = r#"
@@ -43,7 +44,7 @@ CREATE INDEX IF NOT EXISTS gateway_voids_age ON gateway_voids (voided_at_ms);
 
 -- Append-only, so a plain rowid (max + 1) never reuses an id either; AUTOINCREMENT would
 -- cost a read and a write of sqlite_sequence per entry (files made before keep it). The
--- same holds for `sms` and `bench_plain`; not for `outbox`, whose ids the inboxes keep.
+-- same holds for `sms` and `bench_plain`; not for the outbox, whose ids the inboxes keep.
 CREATE TABLE IF NOT EXISTS ledger (
     entry_id      INTEGER PRIMARY KEY,
     user_id       TEXT NOT NULL,
@@ -102,23 +103,9 @@ AFTER UPDATE OF user_id, kind, amount_minor ON ledger BEGIN
     ON CONFLICT (user_id) DO UPDATE SET balance_minor = balance_minor + excluded.balance_minor;
 END;
 
-CREATE TABLE IF NOT EXISTS outbox (
-    event_id      INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind          TEXT NOT NULL,
-    transfer_id   TEXT NOT NULL,
-    payload       TEXT NOT NULL,
-    created_at_ms INTEGER NOT NULL,
-    published     INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS outbox_unpublished ON outbox (event_id) WHERE published = 0;
-
--- One row per (consumer, event) handled; inserted in the same transaction as the effect.
-CREATE TABLE IF NOT EXISTS inbox (
-    consumer        TEXT NOT NULL,
-    event_id        INTEGER NOT NULL,
-    processed_at_ms INTEGER NOT NULL,
-    PRIMARY KEY (consumer, event_id)
-) WITHOUT ROWID;
+-- The outbox and the consumers' inbox are the library's (`sendonce_outbox`, `sendonce_inbox`:
+-- `sendonce_server::store::sqlite::{outbox, inbox}`); files made before keep their events
+-- (`migrate_outbox`).
 
 CREATE TABLE IF NOT EXISTS sms (
     sms_id        INTEGER PRIMARY KEY,
@@ -167,7 +154,59 @@ pub fn create(conn: &Connection) -> Result<(), DbError> {
     migrate_token_hashes(conn)?;
     migrate_gateway(conn)?;
     conn.execute_batch(SCHEMA)?;
+    migrate_outbox(conn)?;
     migrate_balances(conn)
+}
+
+/// Moves the events and inbox records of a file made when server-mock had its own `outbox`
+/// and `inbox` tables into the library's, keeping every event id (the inbox records name
+/// them) and whether it was published, then drops the old tables — one transaction, so a
+/// crash midway leaves the old tables whole and the next start moves them again.
+fn migrate_outbox(conn: &Connection) -> Result<(), DbError> {
+    let old: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('outbox', 'inbox')",
+        [],
+        |r| r.get(0),
+    )?;
+    if old == 0 {
+        return Ok(());
+    }
+    let tx = conn.unchecked_transaction()?;
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS outbox (event_id INTEGER PRIMARY KEY, kind TEXT NOT NULL,
+             transfer_id TEXT NOT NULL, payload TEXT NOT NULL, created_at_ms INTEGER NOT NULL,
+             published INTEGER NOT NULL DEFAULT 0);
+         CREATE TABLE IF NOT EXISTS inbox (consumer TEXT NOT NULL, event_id INTEGER NOT NULL,
+             processed_at_ms INTEGER NOT NULL, PRIMARY KEY (consumer, event_id));",
+    )?;
+    let events: Vec<(i64, String, String, i64, bool)> = conn
+        .prepare("SELECT event_id, kind, payload, created_at_ms, published FROM outbox")?
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    for (id, kind, payload, at, published) in events {
+        // The key that wrote it, from the event itself (the library's outbox keeps it).
+        let v: serde_json::Value = serde_json::from_str(&payload).unwrap_or_default();
+        let (scope, key) = (v["from_user_id"].as_str(), v["idempotency_key"].as_str());
+        let event = sendonce_server::Event {
+            topic: kind,
+            payload: payload.clone().into_bytes(),
+        };
+        let published = published.then_some(at);
+        let (scope, key) = (scope.unwrap_or_default(), key.unwrap_or_default());
+        lib_outbox::import(conn, id, scope, key, &event, at, published)?;
+    }
+    let records: Vec<(String, i64, i64)> = conn
+        .prepare("SELECT consumer, event_id, processed_at_ms FROM inbox")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    for (consumer, id, at) in records {
+        lib_inbox::import(conn, &consumer, id, at)?;
+    }
+    conn.execute_batch("DROP TABLE outbox; DROP TABLE inbox;")?;
+    tx.commit()?;
+    Ok(())
 }
 
 /// Adds `captured_at_ms` to a gateway table made before it, marking captured every
@@ -299,6 +338,79 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(sync, 2, "FULL restored after a NORMAL group");
+    }
+
+    /// A file from when server-mock kept its own `outbox` and `inbox`: every event moves to the
+    /// library's outbox under its id, published or not as it was, every inbox record moves
+    /// with it, and the relay then delivers exactly what was not delivered — once.
+    #[test]
+    fn a_file_with_the_old_outbox_keeps_its_events_and_their_inbox_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE outbox (event_id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,
+                 transfer_id TEXT NOT NULL, payload TEXT NOT NULL, created_at_ms INTEGER NOT NULL,
+                 published INTEGER NOT NULL DEFAULT 0);
+             CREATE TABLE inbox (consumer TEXT NOT NULL, event_id INTEGER NOT NULL,
+                 processed_at_ms INTEGER NOT NULL, PRIMARY KEY (consumer, event_id)) WITHOUT ROWID;",
+        )
+        .unwrap();
+        let event = |n: i64| {
+            format!(
+                r#"{{"transfer_id":"tr_{n}","from_user_id":"u1","to_user_id":"u2","amount_minor":{n},"currency":"BDT","idempotency_key":"k{n}"}}"#
+            )
+        };
+        // 1: delivered and published; 2: not yet; 3: credited, not yet texted.
+        for (n, published) in [(1, 1), (2, 0), (3, 0)] {
+            old.execute(
+                "INSERT INTO outbox (kind, transfer_id, payload, created_at_ms, published)
+                 VALUES ('TransferDone', ?1, ?2, ?3, ?4)",
+                rusqlite::params![format!("tr_{n}"), event(n), 10 * n, published],
+            )
+            .unwrap();
+        }
+        for (consumer, id) in [("wallet_credit", 1), ("sms", 1), ("wallet_credit", 3)] {
+            old.execute(
+                "INSERT INTO inbox VALUES (?1, ?2, 5)",
+                rusqlite::params![consumer, id],
+            )
+            .unwrap();
+        }
+        drop(old);
+        let mut c = Db::configure(Connection::open(&path).unwrap(), create).unwrap();
+        let tables: i64 = c
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('outbox', 'inbox')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 0, "the old tables are gone");
+        assert_eq!(lib_outbox::counts(&c).unwrap(), (3, 2));
+        assert_eq!(lib_inbox::count(&c).unwrap(), 3);
+        let pending = lib_outbox::unpublished(&c, 10).unwrap();
+        let ids: Vec<i64> = pending.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, [2, 3]);
+        assert_eq!(pending[0].1.topic, "TransferDone");
+        assert_eq!(pending[0].1.payload, event(2).into_bytes());
+        // Delivered once: event 2 credited and texted, event 3 only texted.
+        assert_eq!(crate::outbox::publish_batch(&mut c, 100).unwrap(), 2);
+        let count = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(
+            count("SELECT COUNT(*) FROM ledger WHERE kind = 'credit'"),
+            1
+        );
+        assert_eq!(count("SELECT COUNT(*) FROM sms"), 2);
+        assert_eq!(lib_outbox::counts(&c).unwrap(), (3, 0));
+        // A new event never takes an id an inbox already holds.
+        let next = lib_outbox::insert_one(&c, "u1", "k4", 200, "TransferDone", b"{}").unwrap();
+        assert_eq!(next, 4);
+        // Opening again moves nothing twice.
+        drop(c);
+        let c = Db::configure(Connection::open(&path).unwrap(), create).unwrap();
+        assert_eq!(lib_outbox::counts(&c).unwrap(), (4, 1));
+        assert_eq!(lib_inbox::count(&c).unwrap(), 6);
     }
 
     #[test]

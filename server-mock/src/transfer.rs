@@ -63,9 +63,6 @@ pub struct Pending {
     /// `false`: the advisory pre-check found the balance short, so the gateway is skipped
     /// and the commit may only store the 402 (it reads the balance again under the fence).
     covered: bool,
-    /// The reaper finishes it (its commit waits only briefly for locks and is not subject
-    /// to the `fail_commit` fault, which plays a request's failed commit).
-    by_reaper: bool,
 }
 
 impl Pending {
@@ -74,7 +71,6 @@ impl Pending {
         Self {
             transfer,
             covered: true,
-            by_reaper: false,
         }
     }
 }
@@ -171,7 +167,7 @@ impl Operation<Backend> for Transfer {
 
     /// (3) The money transaction, fenced by the claim's lock.
     fn work(&self, fence: &Fence, input: Pending, authorised: Authorised) -> contract::Work {
-        let (transfer, by_reaper) = (input.transfer, input.by_reaper);
+        let transfer = input.transfer;
         let record = TransferRecord {
             transfer_id: format!("tr_{}", uuid::Uuid::now_v7().simple()),
             from_user_id: fence.scope.clone(),
@@ -182,18 +178,10 @@ impl Operation<Backend> for Transfer {
             created_at_ms: self.app.clock.now_ms(),
             idempotency_key: fence.key.clone(),
         };
-        let rules = self.app.rules(authorised);
-        if !by_reaper && self.app.faults.fail_commit() {
-            // A database error before the transaction ran: nothing committed.
-            return Err(DbError::Task(
-                "fault fail_commit_rate: the commit failed".into(),
-            ));
-        }
         Ok(Debit {
             record,
             hash: fence.hash.clone(),
-            rules,
-            by_reaper,
+            rules: self.app.rules(authorised),
         })
     }
 
@@ -217,11 +205,7 @@ impl Operation<Backend> for Transfer {
                     currency: body.currency,
                     note: body.note,
                 };
-                let pending = Pending {
-                    by_reaper: true,
-                    ..Pending::new(transfer)
-                };
-                Ok(Recovery::Finish(pending, Authorised::Yes))
+                Ok(Recovery::Finish(Pending::new(transfer), Authorised::Yes))
             }
             _ => Ok(Recovery::Release),
         }

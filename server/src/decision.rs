@@ -10,11 +10,17 @@ use crate::problem::Problem;
 #[derive(Debug, Clone)]
 pub enum Existing {
     /// Another request with this key is still running.
-    InProgress { same_request: bool },
+    InProgress {
+        /// Whether this request's fingerprint is the stored one (`false`: 422).
+        same_request: bool,
+    },
     /// Finished: stored status and exact stored body.
     Completed {
+        /// Whether this request's fingerprint is the stored one (`false`: 422).
         same_request: bool,
+        /// The stored answer's status.
         status: u16,
+        /// The stored answer's exact bytes.
         body: Vec<u8>,
     },
 }

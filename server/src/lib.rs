@@ -6,11 +6,15 @@
 //! `Idempotent-Replayed: true`, 409 while the first request still runs, 422 for another
 //! request under the same key ([`answer`], [`problem`]). Locks carry a lease measured in
 //! the holder's monotonic time ([`lease`]); keys expire a whole bucket at a time
-//! ([`expiry`]). The SQLite store ([`store::sqlite`]) holds the key table's SQL and the
-//! database handle with its group-commit writer.
+//! ([`expiry`]). The [`engine`] runs an application's [`Operation`] once per key, with the
+//! reaper and the relay; each store ([`store::sqlite`], [`store::postgres`]) holds all the SQL
+//! of the engine's tables (the key table, the outbox, the inbox) in modules of the same names.
+//! An application starts from [`prelude`].
 //!
-//! The parts of the contract that hold across stores live here; see README.md for what is
-//! in the library today and what is still inside server-mock.
+//! README.md shows a service wired in ten minutes, what the library guarantees under which
+//! faults, and which of its public API is stable.
+
+#![warn(missing_docs)]
 
 pub mod answer;
 pub mod clock;
@@ -23,6 +27,7 @@ pub mod kafka;
 pub mod key;
 pub mod lease;
 pub mod outcome;
+pub mod prelude;
 pub mod problem;
 pub mod store;
 

@@ -48,6 +48,11 @@ impl Problem {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", detail)
     }
 
+    /// A JSON request body as `T`, or 400 `invalid_request` naming what is wrong with it.
+    pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Problem> {
+        serde_json::from_slice(body).map_err(|e| Self::invalid(e.to_string()))
+    }
+
     /// 401 `unauthenticated`.
     pub fn unauthenticated() -> Self {
         Self::new(
@@ -156,6 +161,28 @@ impl std::fmt::Display for Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_that_is_not_the_type_is_a_400_naming_why() {
+        #[derive(serde::Deserialize, Debug)]
+        struct Order {
+            amount_minor: i64,
+        }
+        assert_eq!(
+            Problem::parse_json::<Order>(b"{\"amount_minor\":5}")
+                .unwrap()
+                .amount_minor,
+            5
+        );
+        for bad in [&b"{"[..], b"{\"amount_minor\":\"5\"}", b"{}", b"\xff"] {
+            let p = Problem::parse_json::<Order>(bad).unwrap_err();
+            assert_eq!(
+                (p.status, p.code),
+                (StatusCode::BAD_REQUEST, "invalid_request")
+            );
+            assert!(!p.detail.is_empty());
+        }
+    }
 
     #[test]
     fn body_has_stable_fields() {

@@ -12,7 +12,7 @@ use axum::Router;
 use rusqlite::Connection;
 use tower::ServiceExt;
 
-use sendonce_server::engine::{bearer, Authenticate, Publish};
+use sendonce_server::engine::{bearer, Authenticate, LogPublisher, Publish};
 use sendonce_server::store::sqlite::{SqliteKeys, Work};
 use sendonce_server::store::{DbError, Fence};
 use sendonce_server::{Engine, Event, Operation, Outcome, Problem};
@@ -167,6 +167,17 @@ async fn a_function_publishes_until_its_first_failure() {
     assert_eq!(fail_on(0).publish(events.clone()).await, Ok(vec![1, 2, 3]));
     assert_eq!(fail_on(2).publish(events.clone()).await, Ok(vec![1]));
     assert_eq!(fail_on(1).publish(events).await, Err("down".to_string()));
+}
+
+#[tokio::test]
+async fn the_log_publisher_acknowledges_every_event() {
+    let event = |n: u8| Event {
+        topic: "t".into(),
+        payload: vec![n],
+    };
+    let events = vec![(7, event(1)), (9, event(2))];
+    assert_eq!(LogPublisher.publish(events).await, Ok(vec![7, 9]));
+    assert_eq!(LogPublisher.publish(Vec::new()).await, Ok(vec![]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -97,6 +97,13 @@ async fn portable<S: Sql + Clone>(db: S) {
         matches!(row.int(1), Err(DbError::Sql(_))),
         "a text column read as an integer"
     );
+    // `query_one`: the one row of an aggregate (a count is an integer on both stores), and an
+    // error, not a panic, for a query that read none.
+    let count = "SELECT (SELECT count(*) FROM things WHERE id = $1), (SELECT count(*) FROM things)";
+    let one = db.query_one(count, params![8i64]).await.unwrap();
+    assert_eq!((one.int(0).unwrap(), one.int(1).unwrap()), (0, 1));
+    let nothing = db.query_one("SELECT id FROM things WHERE id = $1", params![8i64]);
+    assert!(matches!(nothing.await, Err(DbError::Sql(_))));
     let none = db
         .query("SELECT id FROM things WHERE id = $1", params![8i64])
         .await
@@ -164,4 +171,75 @@ async fn postgres_runs_the_same_portable_sql() {
     };
     let url = schema::fresh_database(&url, "portable").await.unwrap();
     portable(PgKeys::connect(&url, 4).await.unwrap()).await;
+}
+
+/// The schema, and one request under `k-1` through the engine: 201.
+async fn run_once<S: Sql + Clone>(db: S) {
+    db.batch(SCHEMA).await.unwrap();
+    let counter = "INSERT INTO counters (name, n) VALUES ($1, 0) ON CONFLICT DO NOTHING";
+    db.execute(counter, params!["runs"]).await.unwrap();
+    let engine = Engine::new(db);
+    let answer = engine.run(&Count { sleep: false }, &request("k-1")).await;
+    assert_eq!(answer.status, 201);
+}
+
+/// The key table's read-only helpers an application's own statements and test API use:
+/// `keys::completed` (no row / held / answered) and `keys::counts` on SQLite, the same counts
+/// on PostgreSQL when `SENDONCE_TEST_POSTGRES` names a cluster.
+#[tokio::test]
+async fn key_state_and_counts_read_what_the_engine_wrote() {
+    use sendonce_server::store::sqlite::keys;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.db");
+    let db = SqliteKeys::open(path.to_str().unwrap(), |_| Ok(())).unwrap();
+    run_once(db).await;
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(keys::completed(&conn, "u1", "k-1").unwrap(), Some(true));
+    assert_eq!(keys::completed(&conn, "u1", "nothing").unwrap(), None);
+    conn.execute(
+        "UPDATE idempotency_keys SET state = 'in_progress' WHERE idem_key = 'k-1'",
+        [],
+    )
+    .unwrap();
+    assert_eq!(keys::completed(&conn, "u1", "k-1").unwrap(), Some(false));
+    assert_eq!(keys::counts(&conn).unwrap(), (1, 1));
+    let Ok(url) = std::env::var("SENDONCE_TEST_POSTGRES") else {
+        return;
+    };
+    let url = schema::fresh_database(&url, "kc").await.unwrap();
+    let pg = PgKeys::connect(&url, 2).await.unwrap();
+    run_once(pg.clone()).await;
+    let client = pg.pool().get().await.unwrap();
+    let counts = sendonce_server::store::postgres::keys::counts(&client).await;
+    assert_eq!(counts.unwrap(), (1, 0));
+}
+
+/// `engine::TokenTable`: a token is found by its SHA-256 in the application's own table, on
+/// both stores; an unknown token is nobody (401 upstream), never an error.
+#[tokio::test]
+async fn a_token_table_finds_the_principal_by_the_token_hash() {
+    use sendonce_server::engine::{token_hash, Authenticate, TokenTable};
+    async fn check<S: Sql + Clone>(db: S) {
+        db.batch("CREATE TABLE IF NOT EXISTS api_keys (owner TEXT NOT NULL, hash BYTEA NOT NULL)")
+            .await
+            .unwrap();
+        let insert = "INSERT INTO api_keys (owner, hash) VALUES ($1, $2)";
+        db.execute(insert, params!["alice", token_hash("s3cret")])
+            .await
+            .unwrap();
+        let tokens = TokenTable::new(db, "SELECT owner FROM api_keys WHERE hash = $1");
+        assert_eq!(
+            tokens.principal("s3cret").await.unwrap(),
+            Some("alice".into())
+        );
+        assert_eq!(tokens.principal("s3cret ").await.unwrap(), None);
+        assert_eq!(tokens.principal("").await.unwrap(), None);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db");
+    check(SqliteKeys::open(path.to_str().unwrap(), |_| Ok(())).unwrap()).await;
+    if let Ok(url) = std::env::var("SENDONCE_TEST_POSTGRES") {
+        let url = schema::fresh_database(&url, "tok").await.unwrap();
+        check(PgKeys::connect(&url, 2).await.unwrap()).await;
+    }
 }

@@ -53,7 +53,9 @@ pub(super) async fn statements_and_wal(report: &mut Report, url: &str, quick: bo
             let a = post(&c, &url, &user.token, key.as_deref(), transfer_body(&to, 1)).await;
             assert_eq!(a.status, 201, "{kind} request {i}");
         }
-        let pending = format!("{TAG} SELECT EXISTS (SELECT 1 FROM outbox WHERE NOT published)");
+        let pending = format!(
+            "{TAG} SELECT EXISTS (SELECT 1 FROM sendonce_outbox WHERE published_at_ms IS NULL)"
+        );
         while pg
             .query_one(&pending, &[])
             .await

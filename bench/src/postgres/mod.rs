@@ -228,7 +228,7 @@ async fn timed_load(
     stop.store(true, Ordering::Relaxed);
     let mut load = load.await.expect("load");
     if let Some(db) = drain {
-        let pending = "SELECT EXISTS (SELECT 1 FROM outbox WHERE NOT published)";
+        let pending = "SELECT EXISTS (SELECT 1 FROM sendonce_outbox WHERE published_at_ms IS NULL)";
         while db
             .query_one(pending, &[])
             .await

@@ -12,7 +12,7 @@ pub async fn seed<S: Sql>(db: &S) -> Result<String, DbError> {
         let user = format!("cus_{name}_{}", &token[..8]);
         let card = "INSERT INTO cards (user_id, token_hash, currency, balance_minor)
             VALUES ($1, $2, 'BDT', $3)";
-        let hash = crate::shop::token_hash(&token);
+        let hash = sendonce_server::engine::token_hash(&token);
         db.execute(card, params![user, hash, balance]).await?;
         tokens.push(token);
     }

@@ -9,16 +9,11 @@ mod shop;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{middleware, Json, Router};
+use axum::{extract::State, middleware, routing::get, Json, Router};
 use clap::Parser;
-use sendonce_server::engine::{bearer, Principal};
-use sendonce_server::params;
-use sendonce_server::store::{postgres::PgKeys, sql::Sql, sqlite::SqliteKeys};
-use sendonce_server::{Engine, Event, Problem};
-use shop::{PlaceOrder, Tokens};
+use sendonce_server::prelude::*;
+use serde_json::{json, Value};
+use shop::PlaceOrder;
 
 /// Orders paid by a simulated card, once per key.
 #[derive(Parser)]
@@ -37,10 +32,8 @@ struct Args {
     seed: Option<std::path::PathBuf>,
 }
 
-type Error = Box<dyn std::error::Error>;
-
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .init();
@@ -52,7 +45,7 @@ async fn main() -> Result<(), Error> {
     }
 }
 
-async fn serve<S: Sql + Clone>(db: S, args: Args) -> Result<(), Error> {
+async fn serve<S: Sql + Clone>(db: S, args: Args) -> Result<(), Box<dyn std::error::Error>> {
     db.batch(shop::SCHEMA).await?;
     if let Some(path) = &args.seed {
         std::fs::write(path, demo::seed(&db).await?)?;
@@ -64,14 +57,13 @@ async fn serve<S: Sql + Clone>(db: S, args: Args) -> Result<(), Error> {
     });
     let engine = Arc::new(Engine::new(db.clone()));
     // The reaper (a key whose holder died: released, the retry runs it once) and the relay
-    // (each order's event, at least once, to the receipts sender: here a log line).
-    let receipts = |id: i64, e: &Event| -> Result<(), String> {
-        tracing::info!(event = id, topic = %e.topic, "receipt sent");
-        Ok(())
-    };
-    let _background = engine.spawn_background(&orders, receipts, Duration::from_secs(60));
+    // (each order's event, at least once, to the log, where a receipts sender would take it).
+    let _background = engine.spawn_background(&orders, LogPublisher, Duration::from_secs(60));
     let not_found = Problem::new(StatusCode::NOT_FOUND, "order_not_found", "no such order");
-    let auth = middleware::from_fn_with_state(Tokens(db.clone()), bearer::<Tokens<S>>);
+    // Each card's bearer token, kept as its SHA-256 beside the card: its customer is the caller.
+    let token_sql = "SELECT user_id FROM cards WHERE token_hash = $1";
+    let tokens = TokenTable::new(db.clone(), token_sql);
+    let auth = middleware::from_fn_with_state(tokens, bearer::<TokenTable<S>>);
     let router = Router::new()
         .route("/v1/orders", engine.endpoint(&orders, not_found))
         .route("/v1/card", get(card::<S>))
@@ -84,15 +76,12 @@ async fn serve<S: Sql + Clone>(db: S, args: Args) -> Result<(), Error> {
 }
 
 /// `GET /v1/card`: the caller's card and its balance.
-async fn card<S: Sql>(
-    State(db): State<S>,
-    Principal(user): Principal,
-) -> Result<Json<serde_json::Value>, Problem> {
+async fn card<S: Sql>(db: State<S>, Principal(user): Principal) -> Result<Json<Value>, Problem> {
     let sql = "SELECT currency, balance_minor FROM cards WHERE user_id = $1";
     let r = db.query_opt(sql, params![&user]).await?;
     let r = r.ok_or_else(Problem::unauthenticated)?;
-    let (currency, balance_minor) = (r.text(0)?, r.int(1)?);
+    let (currency, balance) = (r.text(0)?, r.int(1)?);
     Ok(Json(
-        serde_json::json!({"user_id": user, "currency": currency, "balance_minor": balance_minor}),
+        json!({"user_id": user, "currency": currency, "balance_minor": balance}),
     ))
 }

@@ -4,14 +4,8 @@
 
 use std::time::Duration;
 
-use axum::http::StatusCode;
-use sendonce_server::engine::Authenticate;
-use sendonce_server::params;
-use sendonce_server::store::sql::{Sql, Tx};
-use sendonce_server::store::{DbError, Fence};
-use sendonce_server::{Operation, Outcome, Problem};
+use sendonce_server::prelude::*;
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
 /// The service's own tables (the key table and the outbox are the library's).
 pub const SCHEMA: &str = "
@@ -22,18 +16,6 @@ CREATE TABLE IF NOT EXISTS products (sku TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS orders (order_id TEXT PRIMARY KEY, user_id TEXT NOT NULL,
     idem_key TEXT NOT NULL, sku TEXT NOT NULL, amount_minor BIGINT NOT NULL,
     auth_id TEXT NOT NULL, UNIQUE (user_id, idem_key));";
-
-/// Bearer tokens, kept as their hashes beside the card: its customer is the principal.
-#[derive(Clone)]
-pub struct Tokens<S>(pub S);
-
-impl<S: Sql + Clone> Authenticate for Tokens<S> {
-    async fn principal(&self, token: &str) -> Result<Option<String>, Problem> {
-        let sql = "SELECT user_id FROM cards WHERE token_hash = $1";
-        let row = self.0.query_opt(sql, params![token_hash(token)]).await?;
-        Ok(row.map(|r| r.text(0)).transpose()?)
-    }
-}
 
 /// An order as the client sends it.
 #[derive(Debug, Clone, Deserialize)]
@@ -57,24 +39,22 @@ impl<S: Sql> Operation<S> for PlaceOrder<S> {
     type Step = String;
 
     async fn validate(&self, user_id: &str, body: &[u8]) -> Result<OrderBody, Problem> {
-        let order: OrderBody =
-            serde_json::from_slice(body).map_err(|e| Problem::invalid(e.to_string()))?;
+        let order: OrderBody = Problem::parse_json(body)?;
         if !(1..=1_000_000_000).contains(&order.amount_minor) {
             return Err(Problem::invalid("amount_minor must be 1..=1000000000"));
         } else if order.note.chars().count() > 140 {
             return Err(Problem::invalid("note must be at most 140 characters"));
         }
-        let card = "SELECT 1 FROM cards WHERE user_id = $1 AND currency = $2";
-        let sku = "SELECT 1 FROM products WHERE sku = $1";
-        let (card, sku) = tokio::try_join!(
-            self.db.query_opt(card, params![user_id, &order.currency]),
-            self.db.query_opt(sku, params![&order.sku])
-        )?;
-        if card.is_none() {
+        // The card's currency and the product, in one read.
+        let found = "SELECT (SELECT count(*) FROM cards WHERE user_id = $1 AND currency = $2),
+            (SELECT count(*) FROM products WHERE sku = $3)";
+        let args = params![user_id, &order.currency, &order.sku];
+        let row = self.db.query_one(found, args).await?;
+        if row.int(0)? == 0 {
             Err(Problem::invalid("currency must be the card's"))
-        } else if sku.is_none() {
-            let detail = "no such product";
-            Err(Problem::new(StatusCode::NOT_FOUND, "sku_not_found", detail))
+        } else if row.int(1)? == 0 {
+            let missing = Problem::new(StatusCode::NOT_FOUND, "sku_not_found", "no such product");
+            Err(missing)
         } else {
             Ok(order)
         }
@@ -114,9 +94,4 @@ async fn charge(tx: Tx<'_>, order: (Fence, String, OrderBody, String)) -> Result
         "currency": b.currency, "note": b.note, "authorization": auth, "idempotency_key": f.key});
     let bytes = body.to_string().into_bytes();
     Ok(Outcome::created(bytes.clone()).with_event("order.placed", bytes))
-}
-
-/// How a bearer token is stored (never the token itself).
-pub fn token_hash(token: &str) -> Vec<u8> {
-    Sha256::digest(token.as_bytes()).to_vec()
 }

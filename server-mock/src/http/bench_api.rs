@@ -90,5 +90,6 @@ async fn bench_row(app: &App, req: Request) -> Result<store::PlainRow, Problem> 
         note: valid.note,
         now_ms,
         bucket: sendonce_server::expiry::bucket(now_ms, app.key_window_ms()),
+        bucket_width_ms: sendonce_server::expiry::bucket_width_ms(app.key_window_ms()),
     })
 }

@@ -30,9 +30,6 @@ pub struct Debit {
     pub hash: Vec<u8>,
     /// What the transaction enforces.
     pub rules: Rules,
-    /// The reaper's commit of a stuck key ([`Store::finish`](super::Store::finish): a
-    /// brief wait for rows a stalled session holds), not a request's.
-    pub by_reaper: bool,
 }
 
 /// The engine's store: server-mock's backend, this process's identity and its clock.
@@ -40,15 +37,25 @@ pub struct Backend {
     store: SharedStore,
     instance: Instance,
     clock: Arc<Clock>,
+    /// The test-only fault that fails a request's commit before its transaction runs
+    /// (`fail_commit_rate`); never the reaper's ([`Reap::commit_stuck`]).
+    fail_commit: Box<dyn Fn() -> bool + Send + Sync>,
 }
 
 impl Backend {
-    /// The engine's view of `store`, opened for `instance`, on `clock`.
-    pub fn new(store: SharedStore, instance: Instance, clock: Arc<Clock>) -> Self {
+    /// The engine's view of `store`, opened for `instance`, on `clock`; `fail_commit` says
+    /// when a request's commit fails before it runs (a test fault; `|| false` for none).
+    pub fn new(
+        store: SharedStore,
+        instance: Instance,
+        clock: Arc<Clock>,
+        fail_commit: impl Fn() -> bool + Send + Sync + 'static,
+    ) -> Self {
         Self {
             store,
             instance,
             clock,
+            fail_commit: Box::new(fail_commit),
         }
     }
 
@@ -88,10 +95,12 @@ impl Claims for Backend {
 
     fn commit<'a>(&'a self, fence: &'a Fence, work: Work) -> Fut<'a, Answer> {
         match work {
-            Ok(d) if d.by_reaper => {
-                self.store
-                    .finish(d.record, d.hash, fence.lock_id.clone(), d.rules)
-            }
+            // A database error before the transaction ran: nothing committed.
+            Ok(_) if (self.fail_commit)() => Box::pin(async {
+                Err(DbError::Task(
+                    "fault fail_commit_rate: the commit failed".into(),
+                ))
+            }),
             Ok(d) => self
                 .store
                 .commit(d.record, d.hash, fence.lock_id.clone(), d.rules),
@@ -120,6 +129,17 @@ impl Reap for Backend {
         self.store.expire(now_ms, key_window_ms)
     }
 
+    /// The reaper's commit: [`Store::finish`](super::Store::finish) (a brief wait for rows
+    /// a stalled session holds), and never the request's `fail_commit` fault.
+    fn commit_stuck<'a>(&'a self, fence: &'a Fence, work: Work) -> Fut<'a, Answer> {
+        match work {
+            Ok(d) => self
+                .store
+                .finish(d.record, d.hash, fence.lock_id.clone(), d.rules),
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    }
+
     fn release_stuck<'a>(&'a self, fence: &'a Fence) -> Fut<'a, ()> {
         let (user, key, lock) = (
             fence.scope.clone(),
@@ -138,9 +158,9 @@ impl Relay for Backend {
     fn relay_round<'a>(
         &'a self,
         limit: usize,
-        _now_ms: i64,
+        now_ms: i64,
         publish: Publishing<'a>,
     ) -> Fut<'a, RelayRound> {
-        self.store.relay_claimed(limit, publish)
+        self.store.relay_round(limit, now_ms, publish)
     }
 }

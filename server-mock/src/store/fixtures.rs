@@ -97,6 +97,8 @@ pub struct PlainRow {
     pub now_ms: i64,
     /// The key-table bucket a transfer made now lands in (the bench floor's key row).
     pub bucket: i64,
+    /// The width of a key-table bucket (the library's claim computes `bucket` from it).
+    pub bucket_width_ms: i64,
 }
 
 /// What a bench floor request writes: the transfer under a fresh key, its body and hash.

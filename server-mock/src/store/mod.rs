@@ -33,20 +33,6 @@ pub type Fut<'a, T> = Pin<Box<dyn Future<Output = Result<T, DbError>> + Send + '
 
 pub use sendonce_server::store::{Publishing, RelayRound};
 
-/// The topic of server-mock's one kind of event, as the relay hands it to a publisher.
-pub const TRANSFER_DONE: &str = "TransferDone";
-
-/// Outbox rows `(event_id, payload)` as the relay hands them to a publisher.
-pub fn outbox_events(rows: Vec<(i64, String)>) -> Vec<(i64, sendonce_server::Event)> {
-    rows.into_iter()
-        .map(|(id, payload)| {
-            let topic = TRANSFER_DONE.to_string();
-            let payload = payload.into_bytes();
-            (id, sendonce_server::Event { topic, payload })
-        })
-        .collect()
-}
-
 /// What a look-up by key found: the debit (money moved), else the key row if any.
 pub type Lookup = Result<TransferRecord, Option<KeyRow>>;
 
@@ -235,31 +221,15 @@ pub trait Store: Send + Sync {
     fn publish_batch(&self, now_ms: i64) -> Fut<'_, usize>;
     /// Marks every event from `from_event` on unpublished again (a broker replay).
     fn replay_outbox(&self, from_event: i64) -> Fut<'_, usize>;
-    /// Up to `limit` unpublished events, oldest first, as `(event_id, payload)` (a read; the
-    /// broker relay publishes them and only then marks them).
-    fn outbox_unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, String)>>;
-    /// Marks these events published (a broker acknowledged them).
-    fn mark_published(&self, event_ids: Vec<i64>) -> Fut<'_, ()>;
     /// One broker relay round: up to `limit` unpublished events, claimed so that no other
-    /// instance's relay publishes them meanwhile, handed to `publish`, and what it
-    /// acknowledged marked published. By default (one instance on its own database, as
-    /// with SQLite) a read, then the mark.
-    fn relay_claimed<'a>(&'a self, limit: usize, publish: Publishing<'a>) -> Fut<'a, RelayRound> {
-        Box::pin(async move {
-            let events = self.outbox_unpublished(limit).await?;
-            let claimed = events.len();
-            if claimed == 0 {
-                return Ok(RelayRound::default());
-            }
-            let acked = match publish(outbox_events(events)).await {
-                Ok(acked) => acked,
-                Err(e) => return Ok(RelayRound::failed(claimed, e)),
-            };
-            let marked = acked.len();
-            self.mark_published(acked).await?;
-            Ok(RelayRound::marked(claimed, marked))
-        })
-    }
+    /// relay publishes them meanwhile, handed to `publish`, and what it acknowledged marked
+    /// published at `now_ms` (the library's round on each store: `store::*::relay::round`).
+    fn relay_round<'a>(
+        &'a self,
+        limit: usize,
+        now_ms: i64,
+        publish: Publishing<'a>,
+    ) -> Fut<'a, RelayRound>;
 }
 
 /// Shared handle to the store.

@@ -33,11 +33,13 @@ mod lookup;
 mod reaper;
 mod relay;
 mod service;
+mod tokens;
 
 pub use extract::{Idempotent, LookupKey, Principal};
 pub use reaper::{interval as reaper_interval, Pass, Recovery};
 pub use relay::{Publish, BATCH};
-pub use service::{bearer, Authenticate, Background, RELAY_IDLE};
+pub use service::{bearer, Authenticate, Background, LogPublisher, RELAY_IDLE};
+pub use tokens::{token_hash, TokenTable};
 
 /// Keys live this long unless configured: longer than any client's retry window (24 h).
 pub const DEFAULT_KEY_WINDOW: Duration = Duration::from_secs(48 * 3600);

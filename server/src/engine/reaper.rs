@@ -101,7 +101,7 @@ impl<S: Reap> Engine<S> {
             Ok(Recovery::Finish(input, step)) => {
                 let answer = self
                     .store
-                    .commit(fence, op.work(fence, input, step))
+                    .commit_stuck(fence, op.work(fence, input, step))
                     .await?;
                 // A lost fence answers 409: the holder finished (or released) it meanwhile.
                 Ok(if answer.status == 409 {

@@ -88,6 +88,21 @@ where
     }
 }
 
+/// A publisher that writes each event to the log (`tracing`, at info: its id, topic and size)
+/// and acknowledges it — for a service whose consumers are not wired yet, or a demo. Events
+/// are still relayed and marked exactly as with a real destination.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogPublisher;
+
+impl Publish for LogPublisher {
+    async fn publish(&self, events: Vec<(i64, Event)>) -> Result<Vec<i64>, String> {
+        for (id, e) in &events {
+            tracing::info!(event = id, topic = %e.topic, bytes = e.payload.len(), "event published to the log");
+        }
+        Ok(events.into_iter().map(|(id, _)| id).collect())
+    }
+}
+
 /// The engine's background tasks: aborted when this handle is dropped (keep it as long as
 /// the service runs).
 #[must_use = "the background tasks stop when this handle is dropped"]

@@ -112,12 +112,19 @@ pub trait Reap: Claims {
     fn release_stuck<'a>(&'a self, fence: &'a Fence) -> Fut<'a, ()> {
         self.release(fence)
     }
+    /// The reaper's fenced commit of a stuck key ([`crate::engine::Recovery::Finish`]): by
+    /// default [`Claims::commit`]. A store may bound it as [`Reap::release_stuck`] (a brief
+    /// wait for the locks of a stalled session), and an application may tell the reaper's
+    /// commit from a request's here — the store chooses, not the unit of work.
+    fn commit_stuck<'a>(&'a self, fence: &'a Fence, work: Self::Work) -> Fut<'a, Answer> {
+        self.commit(fence, work)
+    }
 }
 
 /// What the relay asks of a store: one claimed round. Implemented by
-/// [`sqlite::SqliteKeys`] and [`postgres::PgKeys`]; an application whose events live in an
-/// outbox of its own (server-mock) implements it over that, and [`crate::Engine::relay`]
-/// publishes them.
+/// [`sqlite::SqliteKeys`] and [`postgres::PgKeys`] (each with its store's `relay::round`); an
+/// application with a store of its own (server-mock) implements it with the same round on its
+/// connections, and [`crate::Engine::relay`] publishes the events.
 pub trait Relay: Send + Sync + 'static {
     /// One relay round: claims up to `limit` unpublished events, oldest first, hands them
     /// to `publish` and marks the ids it acknowledges published (at `now_ms`). A claimed

@@ -313,4 +313,11 @@ pub trait Sql: Keys {
         let rows = Sql::query(self, sql, params);
         Box::pin(async move { Ok(rows.await?.into_iter().next()) })
     }
+
+    /// The one row of [`Sql::query`] (a `SELECT` of aggregates or sub-selects always has
+    /// one); a [`DbError`] when it read none.
+    fn query_one<'a>(&'a self, sql: &'a str, params: Vec<Value>) -> Fut<'a, Row> {
+        let row = self.query_opt(sql, params);
+        Box::pin(async move { row.await?.ok_or_else(|| DbError::Sql("no row".into())) })
+    }
 }

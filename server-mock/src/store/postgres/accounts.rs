@@ -9,6 +9,7 @@ use crate::store::{
     Beneficiary, BeneficiaryOutcome, NewBeneficiary, NewUser, PlainRow, Sms, Stats, UserChange,
 };
 use sendonce_server::clock::rfc3339;
+use sendonce_server::store::postgres::{inbox, keys, outbox};
 use sendonce_server::store::DbError;
 
 /// The user a token hash belongs to, if still valid.
@@ -199,12 +200,13 @@ pub(super) async fn sms_page(store: &PgStore, after: i64, limit: i64) -> Result<
 
 /// The test API's counters.
 pub(super) async fn stats(store: &PgStore) -> Result<Stats, DbError> {
+    let client = store.client().await?;
+    let (outbox_rows, outbox_pending) = outbox::counts(&client).await?;
+    let inbox_rows = inbox::count(&client).await?;
+    let (idempotency_keys, keys_in_progress) = keys::counts(&client).await?;
     let row = opt(
-        &store.client().await?,
+        &client,
         "SELECT
-            (SELECT COUNT(*) FROM idempotency_keys),
-            (SELECT COUNT(*) FROM idempotency_keys WHERE state = 'in_progress'),
-            (SELECT COUNT(*) FROM outbox WHERE NOT published),
             (SELECT COUNT(*) FROM ledger),
             (SELECT COUNT(*) FROM sms),
             (SELECT COUNT(*) FROM ledger WHERE kind = 'credit'),
@@ -213,26 +215,24 @@ pub(super) async fn stats(store: &PgStore) -> Result<Stats, DbError> {
             (SELECT COALESCE(SUM(calls), 0)::BIGINT FROM gateway_authorizations)
                 + (SELECT COALESCE(SUM(calls), 0)::BIGINT FROM gateway_voids),
             (SELECT COUNT(*) FROM gateway_authorizations WHERE captured_at_ms IS NOT NULL),
-            (SELECT COUNT(*) FROM gateway_voids),
-            (SELECT COUNT(*) FROM outbox),
-            (SELECT COUNT(*) FROM inbox)",
+            (SELECT COUNT(*) FROM gateway_voids)",
         &[],
     )
     .await?
     .ok_or_else(|| DbError::Task("stats returned no row".into()))?;
     Ok(Stats {
-        idempotency_keys: row.get(0),
-        keys_in_progress: row.get(1),
-        outbox_pending: row.get(2),
-        ledger_entries: row.get(3),
-        sms_sent: row.get(4),
-        credits: row.get(5),
-        gateway_authorizations: row.get(6),
-        gateway_calls: row.get(7),
-        gateway_captures: row.get(8),
-        gateway_voids: row.get(9),
-        outbox_rows: row.get(10),
-        inbox_rows: row.get(11),
+        idempotency_keys,
+        keys_in_progress,
+        outbox_pending,
+        ledger_entries: row.get(0),
+        sms_sent: row.get(1),
+        credits: row.get(2),
+        gateway_authorizations: row.get(3),
+        gateway_calls: row.get(4),
+        gateway_captures: row.get(5),
+        gateway_voids: row.get(6),
+        outbox_rows,
+        inbox_rows,
     })
 }
 

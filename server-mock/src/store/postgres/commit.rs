@@ -3,6 +3,8 @@
 //! `store::sqlite::commit::commit_transfer` asks too; this file holds how PostgreSQL reads for it, on
 //! rows locked `FOR UPDATE`, and writes its verdict.
 
+use std::sync::LazyLock;
+
 use deadpool_postgres::GenericClient;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
@@ -14,7 +16,8 @@ use super::{in_transaction, is_conflict, opt, retrying, sqlstate, PgStore};
 use crate::authorization::Settle;
 use crate::ledger::decide::{self, Authorised, KeyWrite, Rules, Verdict};
 use crate::ledger::{MoneyReads, TransferRecord};
-use sendonce_server::store::postgres::keys::{complete, hold, release, HOLD};
+use sendonce_server::store::postgres::keys::{self, complete, hold, release, HOLD};
+use sendonce_server::store::postgres::outbox;
 use sendonce_server::store::DbError;
 use sendonce_server::Answer;
 use sendonce_server::Problem;
@@ -107,11 +110,9 @@ pub(super) async fn commit(
 /// ledger guard is the one-debit-per-key index itself, with no `ON CONFLICT` and no look-up
 /// of its own: an earlier debit for this key (a rare case: a lost race, a reaper's
 /// resolution) fails the whole statement (23505), which then wrote nothing.
-const FAST_DEBIT: &str = concat!(
-    "WITH fence AS (
-         SELECT 1 FROM idempotency_keys
-         WHERE user_id = $1 AND idem_key = $4 AND lock_id = $12 AND state = 'in_progress'
-         FOR UPDATE),
+static FAST_DEBIT: LazyLock<String> = LazyLock::new(|| {
+    format!("WITH fence AS ({}),", keys::hold_sql("$1", "$4", "$12"))
+        + "
      sender AS (
          SELECT b.balance_minor FROM balances b, fence WHERE b.user_id = $1
          FOR UPDATE OF b),
@@ -123,9 +124,9 @@ const FAST_DEBIT: &str = concat!(
          INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
                              counterparty, currency, note, created_at_ms)
          SELECT $1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9 FROM go
-         RETURNING 1),",
-    after_debit!()
-);
+         RETURNING 1),"
+        + &after_debit()
+});
 
 /// [`FAST_DEBIT`]: whether it debited (`false`: it wrote nothing).
 pub(super) async fn fast_debit(
@@ -137,7 +138,16 @@ pub(super) async fn fast_debit(
     max_balance: i64,
 ) -> Result<bool, DbError> {
     let c = store.client().await?;
-    let debited = run_debit(&c, FAST_DEBIT, record, body, hash, lock_id, &[&max_balance]).await;
+    let debited = run_debit(
+        &c,
+        &FAST_DEBIT,
+        record,
+        body,
+        hash,
+        lock_id,
+        &[&max_balance],
+    )
+    .await;
     match debited {
         Ok(debited) => Ok(debited),
         // A debit for this key that committed after our snapshot, or a lock cycle: the
@@ -175,7 +185,7 @@ pub(super) async fn decided(
                 // back, and the connection is idle again either way.
                 // Prepared first, so the debit is sent before the COMMIT (a statement
                 // still being prepared would let the COMMIT overtake it).
-                c.prepare_cached(DEBIT).await?;
+                c.prepare_cached(&DEBIT).await?;
                 let end = async { Ok::<_, DbError>(c.batch_execute("COMMIT").await?) };
                 let (inserted, ()) = tokio::try_join!(debit(c, record, hash, lock_id), end)
                     .inspect_err(|_| open.closed())?;
@@ -276,38 +286,43 @@ async fn write_key<C: GenericClient>(
 }
 
 /// What follows the `debit` CTE in both debit statements: the gateway's authorisation
-/// captured, the outbox event and the completed key, only if the debit was inserted; the
-/// statement returns how many were.
-macro_rules! after_debit {
-    () => {
+/// captured, the outbox event (the library's `outbox::INSERT_INTO`) and the completed key,
+/// only if the debit was inserted; the statement returns how many were.
+fn after_debit() -> String {
+    format!(
         "
          captured AS (
              UPDATE gateway_authorizations SET captured_at_ms = $9
              WHERE user_id = $1 AND idem_key = $4 AND captured_at_ms IS NULL
                AND EXISTS (SELECT 1 FROM debit)),
          event AS (
-             INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
-             SELECT 'TransferDone', $3, $10, $9 FROM debit),
-         done AS (
-             UPDATE idempotency_keys SET state = 'completed', response_status = 201,
-                                         response_body = $11
-             WHERE user_id = $1 AND idem_key = $4 AND lock_id = $12 AND state = 'in_progress'
-               AND EXISTS (SELECT 1 FROM debit))
-         SELECT COUNT(*) FROM debit"
-    };
+             {} SELECT $1, $4, '{}', $10, $9 FROM debit),
+         done AS ({})
+         SELECT COUNT(*) FROM debit",
+        outbox::INSERT_INTO,
+        crate::outbox::TRANSFER_DONE,
+        keys::complete_sql(
+            "$1",
+            "$4",
+            "$12",
+            "201",
+            "$11",
+            "AND EXISTS (SELECT 1 FROM debit)"
+        )
+    )
 }
-use after_debit;
 
 /// The debit, its outbox event and the completed key (see [`debit`]).
-const DEBIT: &str = concat!(
+static DEBIT: LazyLock<String> = LazyLock::new(|| {
     "WITH debit AS (
              INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
                                  counterparty, currency, note, created_at_ms)
              VALUES ($1, 'debit', $2, $3, $4, $5, $6, $7, $8, $9)
              ON CONFLICT (user_id, idem_key) WHERE kind = 'debit' DO NOTHING
-             RETURNING 1),",
-    after_debit!()
-);
+             RETURNING 1),"
+        .to_string()
+        + &after_debit()
+});
 
 /// The debit, its outbox event and the completed key in one statement; the ON CONFLICT
 /// of the one-debit-per-key index makes it all or nothing. Whether it debited.
@@ -317,7 +332,7 @@ async fn debit<C: GenericClient>(
     hash: &[u8],
     lock_id: &str,
 ) -> Result<bool, DbError> {
-    run_debit(tx, DEBIT, record, &record.to_json(), hash, lock_id, &[]).await
+    run_debit(tx, &DEBIT, record, &record.to_json(), hash, lock_id, &[]).await
 }
 
 /// Runs one of the debit statements, $1–$12 as [`DEBIT`] numbers them, then `extra`;
@@ -331,8 +346,6 @@ async fn run_debit<C: GenericClient>(
     lock_id: &str,
     extra: &[&(dyn ToSql + Sync)],
 ) -> Result<bool, DbError> {
-    let payload = String::from_utf8_lossy(body);
-    let payload: &str = payload.as_ref();
     let mut params: Vec<&(dyn ToSql + Sync)> = vec![
         &record.from_user_id,
         &record.amount_minor,
@@ -343,7 +356,7 @@ async fn run_debit<C: GenericClient>(
         &record.currency,
         &record.note,
         &record.created_at_ms,
-        &payload,
+        &body,
         &body,
         &lock_id,
     ];

@@ -121,7 +121,8 @@ async fn state(store: &PgStore, r: &TransferRecord) -> Vec<String> {
          UNION ALL SELECT 'key ' || state || ' ' || COALESCE(response_status, 0) || ' '
                           || encode(COALESCE(response_body, ''), 'escape')
          FROM idempotency_keys WHERE user_id = $1
-         UNION ALL SELECT 'outbox ' || payload FROM outbox WHERE transfer_id = $3
+         UNION ALL SELECT 'outbox ' || convert_from(payload, 'UTF8') FROM sendonce_outbox
+         WHERE convert_from(payload, 'UTF8')::jsonb ->> 'transfer_id' = $3
          UNION ALL SELECT 'balance ' || user_id || ' ' || balance_minor
          FROM balances WHERE user_id IN ($1, $2)
          ORDER BY 1",

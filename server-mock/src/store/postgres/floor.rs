@@ -13,9 +13,12 @@
 //! phase-0 key look-up, the balance pre-check, the key row locked before the balance row,
 //! the recipient's limit).
 
+use std::sync::LazyLock;
+
 use super::{exec, opt, PgStore};
 use crate::store::{FloorTransfer, PlainRow};
-use sendonce_server::store::postgres::keys::with_partition;
+use sendonce_server::store::postgres::keys::{self, with_partition};
+use sendonce_server::store::postgres::outbox;
 use sendonce_server::store::DbError;
 
 /// The contract's claim: key lock, look-up in every partition, insert (schema.rs).
@@ -30,14 +33,11 @@ const GATEWAY: &str = "WITH async AS (SELECT set_config('synchronous_commit', 'o
 /// still `IN_PROGRESS` under our lock and the sender's balance, its row locked first,
 /// covers the amount. (Balance row before key row: the cheaper order, which a floor with
 /// no reaper to deadlock with may take.)
-const DEBIT: &str = "WITH sender AS (
+static DEBIT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH sender AS (
          SELECT balance_minor FROM balances WHERE user_id = $1 FOR UPDATE),
-     done AS (
-         UPDATE idempotency_keys SET state = 'completed', response_status = 201,
-                                     response_body = $11
-         WHERE user_id = $1 AND idem_key = $4 AND bucket = $12 AND lock_id = 'floor'
-           AND state = 'in_progress' AND (SELECT balance_minor FROM sender) >= $2
-         RETURNING 1),
+     done AS ({} RETURNING 1),
      debit AS (
          INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key, request_hash,
                              counterparty, currency, note, created_at_ms)
@@ -45,8 +45,19 @@ const DEBIT: &str = "WITH sender AS (
      captured AS (
          UPDATE gateway_authorizations SET captured_at_ms = $9
          WHERE user_id = $1 AND idem_key = $4 AND EXISTS (SELECT 1 FROM done))
-     INSERT INTO outbox (kind, transfer_id, payload, created_at_ms)
-     SELECT 'TransferDone', $3, $10, $9 FROM done RETURNING event_id";
+     {} SELECT $1, $4, '{}', $10, $9 FROM done RETURNING event_id",
+        keys::complete_sql(
+            "$1",
+            "$4",
+            "'floor'",
+            "201",
+            "$11",
+            "AND bucket = $12 AND (SELECT balance_minor FROM sender) >= $2"
+        ),
+        outbox::INSERT_INTO,
+        crate::outbox::TRANSFER_DONE
+    )
+});
 
 /// One first request's floor; returns the outbox event id.
 pub(super) async fn first_request(store: &PgStore, p: PlainRow) -> Result<i64, DbError> {
@@ -80,7 +91,7 @@ pub(super) async fn first_request(store: &PgStore, p: PlainRow) -> Result<i64, D
     .await?;
     let event_id: i64 = opt(
         &c,
-        DEBIT,
+        &DEBIT,
         &[
             &t.from_user_id,
             &t.amount_minor,
@@ -91,7 +102,7 @@ pub(super) async fn first_request(store: &PgStore, p: PlainRow) -> Result<i64, D
             &t.currency,
             &t.note,
             &t.created_at_ms,
-            &String::from_utf8_lossy(&body).as_ref(),
+            &body,
             &body,
             &bucket,
         ],

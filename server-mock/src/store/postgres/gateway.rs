@@ -2,11 +2,13 @@
 //! `crate::authorization`): the idempotent authorisation, its void, and its expiry — the
 //! statements SQLite's `gateway.rs` runs, with the same decisions.
 
+use std::sync::LazyLock;
+
 use deadpool_postgres::GenericClient;
 
 use super::{exec, opt, PgStore};
 use crate::authorization::{Authorization, Settle};
-use sendonce_server::store::postgres::keys::KEY_LOCK;
+use sendonce_server::store::postgres::keys::{self, KEY_LOCK};
 use sendonce_server::store::DbError;
 
 /// The gateway's record for (user, key): the first call stores `fresh_id`, later calls
@@ -55,48 +57,42 @@ pub(super) async fn settle<C: GenericClient>(
     when: Settle,
 ) -> Result<(), DbError> {
     exec(tx, KEY_LOCK, &[&user_id, &key]).await?;
-    let sql = match when {
-        Settle::UnlessHeld => VOID_UNLESS_HELD,
-        Settle::IfDecided => VOID_IF_DECIDED,
+    let sql: &str = match when {
+        Settle::UnlessHeld => &VOID_UNLESS_HELD,
+        Settle::IfDecided => &VOID_IF_DECIDED,
     };
     exec(tx, sql, &[&user_id, &key, &now_ms]).await?;
     Ok(())
 }
 
-/// Moves the key's uncaptured authorisation to the voids, if the key is not held.
-const VOID_UNLESS_HELD: &str = concat!(
-    "WITH voided AS (
-         DELETE FROM gateway_authorizations
-         WHERE user_id = $1 AND idem_key = $2 AND captured_at_ms IS NULL
-           AND NOT EXISTS (SELECT 1 FROM idempotency_keys
-                           WHERE user_id = $1 AND idem_key = $2 AND state = 'in_progress')",
-    void_into!()
-);
+/// Moves the key's uncaptured authorisation to the voids, if the key is not held (the key's
+/// state read with the library's conditions, `keys::in_progress_sql` and `completed_sql`).
+static VOID_UNLESS_HELD: LazyLock<String> =
+    LazyLock::new(|| void(&format!("AND NOT {}", keys::in_progress_sql("$1", "$2"))));
 
 /// Moves the key's uncaptured authorisation to the voids, if the key has its outcome.
-const VOID_IF_DECIDED: &str = concat!(
-    "WITH voided AS (
+static VOID_IF_DECIDED: LazyLock<String> = LazyLock::new(|| {
+    void(&format!(
+        "AND NOT {} AND {}",
+        keys::in_progress_sql("$1", "$2"),
+        keys::completed_sql("$1", "$2")
+    ))
+});
+
+/// A void statement: the key's uncaptured authorisation, if `also` holds, moved to the voids.
+fn void(also: &str) -> String {
+    format!(
+        "WITH voided AS (
          DELETE FROM gateway_authorizations
          WHERE user_id = $1 AND idem_key = $2 AND captured_at_ms IS NULL
-           AND NOT EXISTS (SELECT 1 FROM idempotency_keys
-                           WHERE user_id = $1 AND idem_key = $2 AND state = 'in_progress')
-           AND EXISTS (SELECT 1 FROM idempotency_keys
-                       WHERE user_id = $1 AND idem_key = $2 AND state = 'completed')",
-    void_into!()
-);
-
-/// The end of both void statements: the deleted rows inserted into the voids.
-macro_rules! void_into {
-    () => {
-        "
+           {also}
          RETURNING authorization_id, user_id, idem_key, calls, created_at_ms)
          INSERT INTO gateway_voids
              (authorization_id, user_id, idem_key, calls, created_at_ms, voided_at_ms)
          SELECT authorization_id, user_id, idem_key, calls, created_at_ms, $3 FROM voided
          ON CONFLICT (authorization_id) DO NOTHING"
-    };
+    )
 }
-use void_into;
 
 /// Forgets gateway records older than `before_ms` (they need only outlive the window); an
 /// authorisation never captured by then is voided first, never just forgotten, and voids

@@ -4,6 +4,8 @@
 //! `store::postgres::keys`). A stuck key is resolved by the engine's reaper
 //! (`transfer::Transfer::recover`).
 
+use std::sync::LazyLock;
+
 use deadpool_postgres::GenericClient;
 use tokio_postgres::error::SqlState;
 
@@ -78,6 +80,16 @@ pub(super) async fn claim(
 const CLAIM: &str =
     "SELECT claimed, balance FROM sendonce_claim($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 
+/// Phase 0's read: the key row (the library's `keys::read_beside_sql`) with the recipient's
+/// currency (`$3`) beside it.
+static READ_WITH_CURRENCY: LazyLock<String> = LazyLock::new(|| {
+    lib_keys::read_beside_sql(
+        "$1",
+        "$2",
+        ", (SELECT currency FROM users WHERE user_id = $3)",
+    )
+});
+
 /// The key row for (user, key) and the wallet currency of `recipient`, in one statement
 /// (one row always: the row's columns are NULL without a key row).
 pub(super) async fn read_with_currency<C: GenericClient>(
@@ -86,17 +98,9 @@ pub(super) async fn read_with_currency<C: GenericClient>(
     key: &str,
     recipient: Option<&str>,
 ) -> Result<(Option<KeyRow>, Option<String>), DbError> {
-    let r = opt(
-        c,
-        "SELECT k.request_hash, k.state, k.response_status, k.response_body,
-                (SELECT currency FROM users WHERE user_id = $3)
-         FROM (SELECT 1) AS one LEFT JOIN LATERAL
-             (SELECT request_hash, state, response_status, response_body FROM idempotency_keys
-              WHERE user_id = $1 AND idem_key = $2 ORDER BY bucket DESC LIMIT 1) AS k ON true",
-        &[&user_id, &key, &recipient],
-    )
-    .await?
-    .ok_or_else(|| DbError::Task("key look-up returned no row".into()))?;
+    let r = opt(c, &READ_WITH_CURRENCY, &[&user_id, &key, &recipient])
+        .await?
+        .ok_or_else(|| DbError::Task("key look-up returned no row".into()))?;
     let row = key_row(&r);
     Ok((row, r.get(4)))
 }

@@ -16,9 +16,9 @@
 //! rolls back, and the request answers 503 with `Retry-After` ([`is_transient`](sendonce_server::store::postgres::is_transient)).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use super::{BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store, Stuck};
@@ -28,14 +28,14 @@ use crate::config::DbTimeouts;
 use crate::ledger::decide::Rules;
 use crate::ledger::TransferRecord;
 use sendonce_server::store::postgres::{
-    exec, heartbeat, is_conflict, lease, opt, partitions, rows, sqlstate,
+    exec, heartbeat, is_conflict, lease, opt, outbox as lib_outbox, partitions, relay as lib_relay,
+    rows, sqlstate,
 };
 use sendonce_server::store::DbError;
 use sendonce_server::Answer;
 use sendonce_server::{Claim, KeyRow};
 
 mod accounts;
-mod broker_relay;
 mod commit;
 mod fixtures;
 mod floor;
@@ -43,6 +43,7 @@ mod gateway;
 mod keys;
 mod ledger;
 mod peer;
+mod reaper;
 mod relay;
 mod retention;
 mod schema;
@@ -50,13 +51,6 @@ mod transaction;
 
 /// How long a request waits for a free connection before it is answered 503.
 pub const POOL_WAIT: Duration = Duration::from_secs(2);
-/// The reaper's lock wait per stuck key (`SET LOCAL`: this transaction only).
-const RESOLVE_LOCK_WAIT: &str = "SET LOCAL lock_timeout = '200ms'";
-
-/// The reaper's question ([`Store::traces`]): a debit under the key, a live authorisation.
-const TRACES: &str = "SELECT
-    EXISTS (SELECT 1 FROM ledger WHERE kind = 'debit' AND user_id = $1 AND idem_key = $2),
-    EXISTS (SELECT 1 FROM gateway_authorizations WHERE user_id = $1 AND idem_key = $2)";
 /// Attempts of one transaction that hits serialization failures or deadlocks.
 pub const MAX_ATTEMPTS: u32 = 5;
 
@@ -308,12 +302,7 @@ impl Store for PgStore {
         lock_id: String,
         now_ms: i64,
     ) -> Fut<'_, ()> {
-        Box::pin(async move {
-            in_transaction!(self, |tx| {
-                tx.batch_execute(RESOLVE_LOCK_WAIT).await?;
-                keys::release_in(&tx, &user_id, &key, &lock_id, now_ms).await?
-            })
-        })
+        Box::pin(reaper::release_stuck(self, user_id, key, lock_id, now_ms))
     }
 
     fn lookup(&self, user_id: String, key: String) -> Fut<'_, Lookup> {
@@ -349,42 +338,11 @@ impl Store for PgStore {
     }
 
     fn stuck_keys(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>> {
-        Box::pin(async move {
-            let client = self.client().await?;
-            let timeout = Duration::from_millis(u64::try_from(lock_timeout_ms).unwrap_or(0));
-            let holders = heartbeat::holders(
-                &client,
-                (&self.observer, &self.instance.id),
-                Instant::now(),
-                timeout,
-            )
-            .await?;
-            let my_mono = self.instance.mono_ms();
-            let candidates = sendonce_server::store::postgres::keys::in_progress(&client).await?;
-            Ok(candidates
-                .into_iter()
-                .filter(|(instance, lock_mono, _)| {
-                    lease::expired(
-                        instance,
-                        *lock_mono,
-                        &self.instance.id,
-                        my_mono,
-                        &holders,
-                        lock_timeout_ms,
-                    )
-                })
-                .map(|(_, _, stuck)| stuck)
-                .collect())
-        })
+        Box::pin(reaper::stuck_keys(self, lock_timeout_ms))
     }
 
     fn traces(&self, user_id: String, key: String) -> Fut<'_, bool> {
-        Box::pin(async move {
-            let c = self.client().await?;
-            // Voided authorisations are moved out of their table: any row there is live.
-            let row = c.query_one(TRACES, &[&user_id, &key]).await?;
-            Ok(row.get::<_, bool>(0) || row.get::<_, bool>(1))
-        })
+        Box::pin(reaper::traces(self, user_id, key))
     }
 
     fn finish(
@@ -394,24 +352,11 @@ impl Store for PgStore {
         lock_id: String,
         rules: Rules,
     ) -> Fut<'_, Answer> {
-        Box::pin(async move {
-            in_transaction!(self, |tx| {
-                tx.batch_execute(RESOLVE_LOCK_WAIT).await?;
-                commit::commit_in(&tx, &record, &hash, &lock_id, rules).await?
-            })
-        })
+        Box::pin(reaper::finish(self, record, hash, lock_id, rules))
     }
 
     fn expire(&self, now_ms: i64, key_window_ms: i64) -> Fut<'_, usize> {
-        Box::pin(async move {
-            let _one_pass = self.expiring.lock().await;
-            let now_ms =
-                heartbeat::agreed_now(&self.client().await?, &self.instance, now_ms).await?;
-            partitions::ensure_ahead(&self.pool, now_ms, key_window_ms, &self.create_retry).await?;
-            let expired = partitions::expire(&self.pool, now_ms, key_window_ms).await?;
-            gateway::expire_gateway(&self.client().await?, now_ms - key_window_ms, now_ms).await?;
-            Ok(expired)
-        })
+        Box::pin(reaper::expire(self, now_ms, key_window_ms))
     }
 
     fn trim(&self, cut: crate::retention::Cutoffs) -> Fut<'_, crate::retention::Trimmed> {
@@ -419,16 +364,7 @@ impl Store for PgStore {
     }
 
     fn outbox_pending(&self) -> Fut<'_, bool> {
-        Box::pin(async move {
-            let client = self.client().await?;
-            let row = opt(
-                &client,
-                "SELECT EXISTS (SELECT 1 FROM outbox WHERE NOT published)",
-                &[],
-            )
-            .await?;
-            Ok(row.is_some_and(|r| r.get(0)))
-        })
+        Box::pin(async move { lib_outbox::any_unpublished(&self.client().await?).await })
     }
 
     fn publish_batch(&self, now_ms: i64) -> Fut<'_, usize> {
@@ -438,52 +374,18 @@ impl Store for PgStore {
     }
 
     fn replay_outbox(&self, from_event: i64) -> Fut<'_, usize> {
-        Box::pin(async move {
-            let n = exec(
-                &self.client().await?,
-                "UPDATE outbox SET published = FALSE WHERE event_id >= $1",
-                &[&from_event],
-            )
-            .await?;
-            Ok(usize::try_from(n).unwrap_or(usize::MAX))
-        })
+        Box::pin(async move { lib_outbox::replay_from(&self.client().await?, from_event).await })
     }
 
-    fn outbox_unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, String)>> {
-        // Relays in several instances may read the same events and publish them twice:
-        // the at-least-once edge the consumers' inboxes absorb (README, Kafka).
-        Box::pin(async move {
-            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let rows = self
-                .client()
-                .await?
-                .query(
-                    "SELECT event_id, payload FROM outbox WHERE NOT published
-                     ORDER BY event_id LIMIT $1",
-                    &[&limit],
-                )
-                .await?;
-            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
-        })
-    }
-
-    fn relay_claimed<'a>(
+    fn relay_round<'a>(
         &'a self,
         limit: usize,
+        now_ms: i64,
         publish: crate::store::Publishing<'a>,
     ) -> Fut<'a, crate::store::RelayRound> {
-        Box::pin(broker_relay::relay_claimed(self, limit, publish))
-    }
-
-    fn mark_published(&self, event_ids: Vec<i64>) -> Fut<'_, ()> {
         Box::pin(async move {
-            exec(
-                &self.client().await?,
-                "UPDATE outbox SET published = TRUE WHERE event_id = ANY($1)",
-                &[&event_ids],
-            )
-            .await?;
-            Ok(())
+            let mut client = self.client().await?;
+            lib_relay::round(&mut client, limit, now_ms, publish).await
         })
     }
 }

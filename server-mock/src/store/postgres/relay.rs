@@ -7,6 +7,7 @@
 //! statements were a third of a first request's.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::LazyLock;
 
 use deadpool_postgres::Transaction;
 use tokio_postgres::types::ToSql;
@@ -14,10 +15,13 @@ use tokio_postgres::types::ToSql;
 use super::rows;
 use crate::consumers::{self, TransferDone};
 use crate::outbox::{self, BATCH};
+use sendonce_server::store::postgres::{inbox, outbox as lib_outbox};
 use sendonce_server::store::DbError;
+use sendonce_server::Event;
 
 /// The free events, oldest first, each with its sender's display name as it is now (the
-/// SMS names the sender); locked so no other relay takes them.
+/// SMS names the sender); locked so no other relay takes them (the library's claim,
+/// `outbox::claim_sql`, with server-mock's column and condition).
 ///
 /// An event is free only if its recipient's balance row (which its credit updates) is
 /// free too, and that row is locked here with it (`SKIP LOCKED`, so the claim never
@@ -25,35 +29,40 @@ use sendonce_server::store::DbError;
 /// debit's statements, an idle `psql`) delays that user's credits only, and the batch goes
 /// on with everyone else's instead of failing whole at each attempt. A recipient without a
 /// balance row yet (never credited) has nothing to wait for.
-const CLAIM_BATCH: &str = "SELECT o.event_id, o.payload,
-            (SELECT u.display_name FROM users u
-              WHERE u.user_id = o.payload::jsonb ->> 'from_user_id')
-     FROM outbox o WHERE NOT o.published
-       AND (EXISTS (SELECT 1 FROM balances b WHERE b.user_id = o.payload::jsonb ->> 'to_user_id'
-                    FOR UPDATE SKIP LOCKED)
-            OR NOT EXISTS
-                (SELECT 1 FROM balances b WHERE b.user_id = o.payload::jsonb ->> 'to_user_id'))
-     ORDER BY o.event_id LIMIT $1 FOR UPDATE OF o SKIP LOCKED";
+static CLAIM_BATCH: LazyLock<String> = LazyLock::new(|| {
+    let recipient = "convert_from(o.payload, 'UTF8')::jsonb ->> 'to_user_id'";
+    let sender = "convert_from(o.payload, 'UTF8')::jsonb ->> 'from_user_id'";
+    lib_outbox::claim_sql(
+        &format!(", (SELECT u.display_name FROM users u WHERE u.user_id = {sender})"),
+        &format!(
+            "AND (EXISTS (SELECT 1 FROM balances b WHERE b.user_id = {recipient}
+                          FOR UPDATE SKIP LOCKED)
+                  OR NOT EXISTS (SELECT 1 FROM balances b WHERE b.user_id = {recipient}))"
+        ),
+    )
+});
 
-/// The whole batch's deliveries in one statement: per consumer, the inbox rows of the
-/// batch (`ON CONFLICT DO NOTHING`: a redelivered event yields no row) and the effect of
-/// exactly the fresh ones, then the batch marked published — all in the relay's
-/// transaction, so an inbox row never commits without its effect.
+/// The whole batch's deliveries in one statement: per consumer, the inbox records of the
+/// batch (the library's `inbox::record_sql`: a redelivered event yields no row) and the
+/// effect of exactly the fresh ones, then the batch marked published (`outbox::mark_sql`) —
+/// all in the relay's transaction, so an inbox record never commits without its effect.
 ///
 /// `$1` is in the credits' lock order (recipient, then event): the ledger trigger locks
 /// each recipient's balance row as the rows are inserted, in `ORDER BY n` order, so two
 /// relays' batches never wait on each other in a cycle. `$6` are the SMS texts, made by
 /// [`consumers::sms_text`] in Rust.
-const DELIVER: &str = "WITH
+static DELIVER: LazyLock<String> = LazyLock::new(|| {
+    let credit_inbox = inbox::record_sql("'wallet_credit'", "batch ORDER BY n", "$2");
+    let sms_inbox = inbox::record_sql("'sms'", "batch ORDER BY n", "$2");
+    let published = lib_outbox::mark_sql("$11", "$2");
+    format!(
+        "WITH
      batch AS (
          SELECT * FROM unnest($1::bigint[], $3::text[], $4::bigint[], $5::text[],
                               $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
              WITH ORDINALITY AS b(event_id, to_user_id, amount_minor, transfer_id, sms_text,
                                   idem_key, from_user_id, currency, note, n)),
-     credit_inbox AS (
-         INSERT INTO inbox (consumer, event_id, processed_at_ms)
-         SELECT 'wallet_credit', event_id, $2 FROM batch ORDER BY n
-         ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id),
+     credit_inbox AS ({credit_inbox}),
      credits AS (
          INSERT INTO ledger (user_id, kind, amount_minor, transfer_id, idem_key,
                              counterparty, currency, note, created_at_ms)
@@ -61,19 +70,17 @@ const DELIVER: &str = "WITH
                 b.from_user_id, b.currency, b.note, $2
          FROM batch b JOIN credit_inbox USING (event_id) ORDER BY b.n
          RETURNING 1),
-     sms_inbox AS (
-         INSERT INTO inbox (consumer, event_id, processed_at_ms)
-         SELECT 'sms', event_id, $2 FROM batch ORDER BY n
-         ON CONFLICT (consumer, event_id) DO NOTHING RETURNING event_id),
+     sms_inbox AS ({sms_inbox}),
      texts AS (
          INSERT INTO sms (user_id, transfer_id, text, created_at_ms)
          SELECT b.to_user_id, b.transfer_id, b.sms_text, $2
          FROM batch b JOIN sms_inbox USING (event_id) ORDER BY b.n
          RETURNING 1),
-     published AS (
-         UPDATE outbox SET published = TRUE WHERE event_id = ANY($11) RETURNING 1)
+     published AS ({published})
      SELECT (SELECT count(*) FROM credits), (SELECT count(*) FROM texts),
-            (SELECT count(*) FROM published)";
+            (SELECT count(*) FROM published)"
+    )
+});
 
 /// Relay batches by size since the process started: 1, 2–3, 4–7, …, ≥ 128 events.
 static BATCH_SIZES: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
@@ -87,13 +94,13 @@ pub fn batch_sizes() -> [u64; 8] {
 /// Delivers one batch to the in-process consumers and marks it published, in one
 /// transaction; returns how many events it handled (0: none free).
 pub(super) async fn publish_batch(tx: &Transaction<'_>, now_ms: i64) -> Result<usize, DbError> {
-    let claimed = rows(tx, CLAIM_BATCH, &[&i64::try_from(BATCH).unwrap_or(64)]).await?;
+    let claimed = rows(tx, &CLAIM_BATCH, &[&i64::try_from(BATCH).unwrap_or(64)]).await?;
     if claimed.is_empty() {
         return Ok(0);
     }
-    let events: Vec<(i64, String)> = claimed.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let events: Vec<(i64, Event)> = claimed.iter().map(lib_outbox::claimed).collect();
     let senders: std::collections::HashMap<i64, Option<String>> =
-        claimed.iter().map(|r| (r.get(0), r.get(2))).collect();
+        claimed.iter().map(|r| (r.get(0), r.get(3))).collect();
     let mut decoded = outbox::decode(&events);
     decoded.sort_by(|a, b| {
         let (ra, rb) = (a.1.record(0), b.1.record(0));
@@ -115,7 +122,7 @@ pub(super) async fn publish_batch(tx: &Transaction<'_>, now_ms: i64) -> Result<u
         &b.note,
         &ids,
     ];
-    rows(tx, DELIVER, &params).await?;
+    rows(tx, &DELIVER, &params).await?;
     let bucket = (usize::BITS - events.len().leading_zeros()).saturating_sub(1) as usize;
     BATCH_SIZES[bucket.min(7)].fetch_add(1, Ordering::Relaxed);
     Ok(events.len())

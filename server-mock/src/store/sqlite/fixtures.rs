@@ -2,6 +2,7 @@
 
 use rusqlite::{params, Connection};
 use sendonce_server::store::sqlite::Durability;
+use sendonce_server::store::sqlite::{inbox, keys, outbox};
 use sendonce_server::store::DbError;
 
 use super::SqliteStore;
@@ -99,14 +100,14 @@ impl Fixtures for SqliteStore {
 fn stats(c: &Connection) -> Result<Stats, DbError> {
     let count = |sql: &str| -> Result<i64, DbError> { Ok(c.query_row(sql, [], |r| r.get(0))?) };
     let gateway = super::gateway::counts(c)?;
+    let (outbox_rows, outbox_pending) = outbox::counts(c)?;
+    let (idempotency_keys, keys_in_progress) = keys::counts(c)?;
     Ok(Stats {
-        idempotency_keys: count("SELECT COUNT(*) FROM idempotency_keys")?,
-        keys_in_progress: count(
-            "SELECT COUNT(*) FROM idempotency_keys WHERE state = 'in_progress'",
-        )?,
-        outbox_pending: count("SELECT COUNT(*) FROM outbox WHERE published = 0")?,
-        outbox_rows: count("SELECT COUNT(*) FROM outbox")?,
-        inbox_rows: count("SELECT COUNT(*) FROM inbox")?,
+        idempotency_keys,
+        keys_in_progress,
+        outbox_pending,
+        outbox_rows,
+        inbox_rows: inbox::count(c)?,
         ledger_entries: count("SELECT COUNT(*) FROM ledger")?,
         sms_sent: count("SELECT COUNT(*) FROM sms")?,
         credits: count("SELECT COUNT(*) FROM ledger WHERE kind = 'credit'")?,

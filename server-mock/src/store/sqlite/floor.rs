@@ -13,8 +13,10 @@ use rusqlite::params;
 use crate::ledger;
 use crate::outbox;
 use crate::store::{FloorTransfer, Instance, PlainRow};
-use sendonce_server::store::sqlite::{Db, Durability};
+use sendonce_server::store::sqlite::{keys, Db, Durability};
 use sendonce_server::store::DbError;
+use sendonce_server::store::NewKey;
+use sendonce_server::{Claim, Lease};
 
 /// One first request's floor; returns the outbox event id.
 pub(super) async fn first_request(
@@ -22,7 +24,7 @@ pub(super) async fn first_request(
     instance: &Instance,
     p: PlainRow,
 ) -> Result<i64, DbError> {
-    let bucket = p.bucket;
+    let bucket_width_ms = p.bucket_width_ms;
     let FloorTransfer {
         record: t,
         body,
@@ -36,23 +38,27 @@ pub(super) async fn first_request(
     let lease = (instance.id.clone(), instance.mono_ms());
     let (t1, b1, h1) = (t.clone(), body.clone(), hash.clone());
     db.write(Durability::Normal, move |c| {
-        c.prepare_cached(
-            "INSERT OR ROLLBACK INTO idempotency_keys
-                 (user_id, idem_key, request_hash, state, lock_id, locked_at_ms, created_at_ms,
-                  bucket, lock_instance, lock_mono_ms, request_body)
-             VALUES (?1, ?2, ?3, 'in_progress', 'floor', ?4, ?4, ?5, ?6, ?7, ?8)",
-        )?
-        .execute(params![
-            t1.from_user_id,
-            t1.idempotency_key,
-            *h1,
-            t1.created_at_ms,
-            bucket,
-            &*lease.0,
-            lease.1,
-            *b1
-        ])?;
-        Ok(())
+        // The library's claim: one insert, as any first request's.
+        let claimed = keys::claim(
+            c,
+            &NewKey {
+                user_id: &t1.from_user_id,
+                key: &t1.idempotency_key,
+                hash: &h1,
+                lock_id: "floor",
+                now_ms: t1.created_at_ms,
+                bucket_width_ms,
+                lease: Lease {
+                    instance: &lease.0,
+                    mono_ms: lease.1,
+                },
+                body: &b1,
+            },
+        )?;
+        match claimed {
+            Claim::Acquired => Ok(()),
+            Claim::Exists(_) => Err(DbError::Task("the floor's key was taken".into())),
+        }
     })
     .await?;
     let t2 = t.clone();
@@ -80,15 +86,7 @@ pub(super) async fn first_request(
             ));
         }
         // The completion is the fence: debit and event only if the key is still ours.
-        let completed = c
-            .prepare_cached(
-                "UPDATE OR ROLLBACK idempotency_keys
-                 SET state = 'completed', response_status = 201, response_body = ?3
-                 WHERE user_id = ?1 AND idem_key = ?2 AND lock_id = 'floor'
-                   AND state = 'in_progress'",
-            )?
-            .execute(params![t.from_user_id, t.idempotency_key, *body])?;
-        if completed != 1 {
+        if !keys::complete(c, &t.from_user_id, &t.idempotency_key, "floor", 201, &body)? {
             return Err(DbError::Task("the floor's key was not in progress".into()));
         }
         ledger::insert_debit(c, &t, &hash)?;

@@ -5,6 +5,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::authorization::{Authorization, Counts, Settle};
+use sendonce_server::store::sqlite::keys;
 use sendonce_server::store::DbError;
 
 /// The gateway's record for (user, key): the first call stores `fresh`, every later call
@@ -76,14 +77,10 @@ pub fn settle(
     now_ms: i64,
     when: Settle,
 ) -> Result<bool, DbError> {
-    let state: Option<String> = conn
-        .prepare_cached("SELECT state FROM idempotency_keys WHERE user_id = ?1 AND idem_key = ?2")?
-        .query_row(params![user, key], |r| r.get(0))
-        .optional()?;
-    let void = match (when, state.as_deref()) {
-        (_, Some("in_progress")) => false,
+    let void = match (when, keys::completed(conn, user, key)?) {
+        (_, Some(false)) => false,
         (Settle::UnlessHeld, _) => true,
-        (Settle::IfDecided, state) => state == Some("completed"),
+        (Settle::IfDecided, completed) => completed == Some(true),
     };
     if !void {
         return Ok(false);

@@ -16,10 +16,11 @@ use crate::ledger::decide::Rules;
 use crate::ledger::{self, TransferRecord};
 use crate::outbox;
 use crate::store::{
-    Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Store, Stuck,
+    Beneficiary, BeneficiaryOutcome, Fut, Instance, Lookup, NewBeneficiary, NewClaim, Publishing,
+    RelayRound, Store, Stuck,
 };
 use sendonce_server::store::sqlite::keys as lib_keys;
-use sendonce_server::store::sqlite::{Db, Durability};
+use sendonce_server::store::sqlite::{outbox as lib_outbox, relay, Db, Durability};
 use sendonce_server::store::DbError;
 use sendonce_server::store::NewKey;
 use sendonce_server::Answer;
@@ -39,6 +40,9 @@ pub struct SqliteStore {
     /// The database handle (also used directly by in-crate tests).
     pub db: Db,
     pub(super) instance: Instance,
+    /// Held through a broker relay round, so two relays of this process never publish the
+    /// same batch (see `sendonce_server::store::sqlite::relay`).
+    relaying: tokio::sync::Mutex<()>,
 }
 
 impl SqliteStore {
@@ -47,6 +51,7 @@ impl SqliteStore {
         Ok(Self {
             db: Db::open(path, crate::schema::create)?,
             instance,
+            relaying: tokio::sync::Mutex::default(),
         })
     }
 
@@ -55,6 +60,7 @@ impl SqliteStore {
         Ok(Self {
             db: Db::open_inline(path, crate::schema::create)?,
             instance,
+            relaying: tokio::sync::Mutex::default(),
         })
     }
 }
@@ -305,12 +311,7 @@ impl Store for SqliteStore {
     fn outbox_pending(&self) -> Fut<'_, bool> {
         // An idle poll only reads (reader connection): no write transaction when the
         // outbox is drained. A commit happens before its wake-up, so the reader sees it.
-        Box::pin(self.db.read(|c| {
-            Ok(
-                c.prepare_cached("SELECT EXISTS (SELECT 1 FROM outbox WHERE published = 0)")?
-                    .query_row([], |r| r.get::<_, bool>(0))?,
-            )
-        }))
+        Box::pin(self.db.read(|c| lib_outbox::any_unpublished(c)))
     }
 
     fn publish_batch(&self, now_ms: i64) -> Fut<'_, usize> {
@@ -334,17 +335,25 @@ impl Store for SqliteStore {
     }
 
     fn replay_outbox(&self, from_event: i64) -> Fut<'_, usize> {
-        Box::pin(self.db.call(move |c| outbox::replay_from(c, from_event)))
+        Box::pin(
+            self.db
+                .call(move |c| lib_outbox::replay_from(c, from_event)),
+        )
     }
 
-    fn outbox_unpublished(&self, limit: usize) -> Fut<'_, Vec<(i64, String)>> {
-        Box::pin(self.db.read(move |c| outbox::pending(c, limit)))
-    }
-
-    fn mark_published(&self, event_ids: Vec<i64>) -> Fut<'_, ()> {
-        Box::pin(self.db.write(Durability::Full, move |c| {
-            outbox::mark_published(c, &event_ids)
-        }))
+    fn relay_round<'a>(
+        &'a self,
+        limit: usize,
+        now_ms: i64,
+        publish: Publishing<'a>,
+    ) -> Fut<'a, RelayRound> {
+        Box::pin(relay::round(
+            &self.db,
+            &self.relaying,
+            limit,
+            now_ms,
+            publish,
+        ))
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::{Pool, Transaction};
 use tokio_postgres::IsolationLevel;
 
-use super::{exec, heartbeat, inbox, is_conflict, keys, lease, outbox, partitions, schema};
+use super::{exec, heartbeat, inbox, is_conflict, keys, lease, outbox, partitions, relay, schema};
 use crate::answer::Answer;
 use crate::clock::Clock;
 use crate::decision::{Claim, KeyRow};
@@ -217,22 +217,8 @@ impl Relay for PgKeys {
         publish: Publishing<'a>,
     ) -> Fut<'a, RelayRound> {
         Box::pin(async move {
-            let mut c = self.pool().get().await?;
-            // The claim holds its rows until the mark commits; a failed publish rolls back
-            // (the transaction dropped), which frees them for the next round.
-            let tx = c.transaction().await?;
-            let events = outbox::claim(&tx, limit).await?;
-            let claimed = events.len();
-            if claimed == 0 {
-                return Ok(RelayRound::default());
-            }
-            let acked = match publish(events).await {
-                Ok(acked) => acked,
-                Err(e) => return Ok(RelayRound::failed(claimed, e)),
-            };
-            outbox::mark_published(&tx, &acked, now_ms).await?;
-            tx.commit().await?;
-            Ok(RelayRound::marked(claimed, acked.len()))
+            let mut client = self.pool().get().await?;
+            relay::round(&mut client, limit, now_ms, publish).await
         })
     }
 }

@@ -216,3 +216,72 @@ pub async fn in_progress<C: GenericClient>(c: &C) -> Result<Vec<(String, i64, St
     })
     .collect())
 }
+
+/// The fence as a CTE body of an application's own statement: the key row (`user`, `key`, as
+/// SQL expressions) locked if it is still `IN_PROGRESS` under `lock` — [`HOLD`] with the
+/// statement's own parameters (server-mock's one-statement debit).
+pub fn hold_sql(user: &str, key: &str, lock: &str) -> String {
+    format!(
+        "SELECT 1 FROM idempotency_keys
+         WHERE user_id = {user} AND idem_key = {key} AND lock_id = {lock} AND state = 'in_progress'
+         FOR UPDATE"
+    )
+}
+
+/// [`complete`] as a CTE body of an application's own statement: the key row held under `lock`
+/// completed with `status` and `body` (SQL expressions), only if `also` holds too (an `AND …`,
+/// or empty) — so the answer is stored by the statement that did the work, or not at all.
+pub fn complete_sql(
+    user: &str,
+    key: &str,
+    lock: &str,
+    status: &str,
+    body: &str,
+    also: &str,
+) -> String {
+    format!(
+        "UPDATE idempotency_keys SET state = 'completed', response_status = {status},
+                                     response_body = {body}
+         WHERE user_id = {user} AND idem_key = {key} AND lock_id = {lock} AND state = 'in_progress'
+           {also}"
+    )
+}
+
+/// A condition for an application's own statement: the key (`user`, `key`) is `IN_PROGRESS`
+/// (someone holds it: its outcome is not decided).
+pub fn in_progress_sql(user: &str, key: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM idempotency_keys
+                 WHERE user_id = {user} AND idem_key = {key} AND state = 'in_progress')"
+    )
+}
+
+/// A condition for an application's own statement: the key (`user`, `key`) is completed (its
+/// answer is stored).
+pub fn completed_sql(user: &str, key: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM idempotency_keys
+                 WHERE user_id = {user} AND idem_key = {key} AND state = 'completed')"
+    )
+}
+
+/// The key row of (`user`, `key`) with the application's `beside` columns (each `, expr`) in
+/// one statement that always returns one row: columns 0–3 are the key row's ([`key_row`] reads
+/// them; NULL without a row), the rest `beside`'s — phase 0's read and the application's own
+/// look-up in one visit (server-mock reads the recipient's currency so).
+pub fn read_beside_sql(user: &str, key: &str, beside: &str) -> String {
+    format!(
+        "SELECT k.request_hash, k.state, k.response_status, k.response_body{beside}
+         FROM (SELECT 1) AS one LEFT JOIN LATERAL
+             (SELECT request_hash, state, response_status, response_body FROM idempotency_keys
+              WHERE user_id = {user} AND idem_key = {key} ORDER BY bucket DESC LIMIT 1) AS k ON true"
+    )
+}
+
+/// How many key rows there are, and how many of them are `IN_PROGRESS`.
+pub async fn counts<C: GenericClient>(c: &C) -> Result<(i64, i64), DbError> {
+    let sql =
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE state = 'in_progress') FROM idempotency_keys";
+    let r = &super::rows(c, sql, &[]).await?[0];
+    Ok((r.get(0), r.get(1)))
+}

@@ -19,6 +19,7 @@ pub mod keys;
 pub mod lease;
 pub mod outbox;
 pub mod partitions;
+pub mod relay;
 pub mod schema;
 mod sql;
 

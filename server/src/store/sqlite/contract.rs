@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 
-use super::{atomically, keys, outbox, Db, Durability, Schema};
+use super::{atomically, keys, outbox, relay, Db, Durability, Schema};
 use crate::answer::Answer;
 use crate::decision::{Claim, KeyRow};
 use crate::lease::{Instance, Lease};
@@ -131,26 +131,13 @@ impl Relay for SqliteKeys {
         now_ms: i64,
         publish: Publishing<'a>,
     ) -> Fut<'a, RelayRound> {
-        Box::pin(async move {
-            // One process per file: one round at a time here is one in the whole database.
-            let _claimed = self.relaying.lock().await;
-            let events = self.db.read(move |c| outbox::unpublished(c, limit)).await?;
-            let claimed = events.len();
-            if claimed == 0 {
-                return Ok(RelayRound::default());
-            }
-            let acked = match publish(events).await {
-                Ok(acked) => acked,
-                Err(e) => return Ok(RelayRound::failed(claimed, e)),
-            };
-            let marked = acked.len();
-            self.db
-                .write(Durability::Normal, move |c| {
-                    outbox::mark_published(c, &acked, now_ms)
-                })
-                .await?;
-            Ok(RelayRound::marked(claimed, marked))
-        })
+        Box::pin(relay::round(
+            &self.db,
+            &self.relaying,
+            limit,
+            now_ms,
+            publish,
+        ))
     }
 }
 

@@ -20,6 +20,9 @@ pub fn create(conn: &Connection) -> Result<(), DbError> {
 
 /// Records `event_id` for `consumer` inside the caller's transaction; `false` when it was
 /// recorded before (the effect already happened: do nothing, commit, acknowledge).
+///
+/// `OR ROLLBACK` spares SQLite a statement journal (see `group.rs`); a conflict is not a
+/// failure here (`DO NOTHING`), so only an I/O error ends the transaction.
 pub fn first_time(
     tx: &Connection,
     consumer: &str,
@@ -28,9 +31,48 @@ pub fn first_time(
 ) -> Result<bool, DbError> {
     let n = tx
         .prepare_cached(
-            "INSERT INTO sendonce_inbox (consumer, event_id, received_at_ms) VALUES (?1, ?2, ?3)
-             ON CONFLICT (consumer, event_id) DO NOTHING",
+            "INSERT OR ROLLBACK INTO sendonce_inbox (consumer, event_id, received_at_ms)
+             VALUES (?1, ?2, ?3) ON CONFLICT (consumer, event_id) DO NOTHING",
         )?
         .execute(params![consumer, event_id, now_ms])?;
     Ok(n == 1)
+}
+
+/// How many events the inbox records (every consumer's).
+pub fn count(conn: &Connection) -> Result<i64, DbError> {
+    Ok(conn
+        .prepare_cached("SELECT COUNT(*) FROM sendonce_inbox")?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// Removes up to `chunk` of `consumer`'s records received before `before_ms`, oldest first,
+/// and only of events that left the outbox (below its smallest id: see
+/// [`super::outbox::trim`]) — while an event is still in the outbox a replay can deliver it
+/// again, and its record is what makes that a no-op. The caller repeats while a chunk was full.
+pub fn trim(
+    conn: &Connection,
+    consumer: &str,
+    before_ms: i64,
+    chunk: i64,
+) -> Result<usize, DbError> {
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM sendonce_inbox WHERE consumer = ?3
+               AND event_id IN (SELECT event_id FROM sendonce_inbox WHERE consumer = ?3
+                                ORDER BY event_id LIMIT ?2)
+               AND event_id < (SELECT MIN(event_id) FROM sendonce_outbox)
+               AND received_at_ms < ?1",
+        )?
+        .execute(params![before_ms, chunk, consumer])?)
+}
+
+/// Moves one record in from an older inbox table (an application's one-time migration).
+pub fn import(
+    conn: &Connection,
+    consumer: &str,
+    event_id: i64,
+    received_at_ms: i64,
+) -> Result<(), DbError> {
+    first_time(conn, consumer, event_id, received_at_ms)?;
+    Ok(())
 }

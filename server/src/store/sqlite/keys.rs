@@ -310,3 +310,22 @@ fn migrate_key_lease(conn: &Connection) -> Result<(), DbError> {
     }
     Ok(())
 }
+
+/// Whether the key row of (user, key) is completed: `None` without a row, `Some(false)` while
+/// it is `IN_PROGRESS` (someone holds it), `Some(true)` once its answer is stored.
+pub fn completed(conn: &Connection, user_id: &str, key: &str) -> Result<Option<bool>, DbError> {
+    Ok(conn
+        .prepare_cached("SELECT state FROM idempotency_keys WHERE user_id = ?1 AND idem_key = ?2")?
+        .query_row(params![user_id, key], |r| r.get::<_, String>(0))
+        .optional()?
+        .map(|state| state == "completed"))
+}
+
+/// How many key rows there are, and how many of them are `IN_PROGRESS`.
+pub fn counts(conn: &Connection) -> Result<(i64, i64), DbError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT COUNT(*), COUNT(*) FILTER (WHERE state = 'in_progress') FROM idempotency_keys",
+        )?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?)
+}

@@ -12,6 +12,7 @@ mod group;
 pub mod inbox;
 pub mod keys;
 pub mod outbox;
+pub mod relay;
 mod sql;
 
 pub use contract::{expire_buckets, SqliteKeys, Work};

@@ -32,14 +32,41 @@ pub fn insert(
     now_ms: i64,
     events: &[Event],
 ) -> Result<(), DbError> {
-    let mut st = tx.prepare_cached(
-        "INSERT INTO sendonce_outbox (scope, idem_key, topic, payload, created_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
     for e in events {
-        st.execute(params![scope, key, e.topic, e.payload, now_ms])?;
+        insert_one(tx, scope, key, now_ms, &e.topic, &e.payload)?;
     }
     Ok(())
+}
+
+/// Writes one event of the key (scope, key) inside the caller's transaction; its id.
+///
+/// `OR ROLLBACK`, like the key table's hot writes (see `group.rs`): the insert writes two
+/// b-trees (the table, `sqlite_sequence`), and with the default `ABORT` SQLite would keep a
+/// statement journal for it. Nothing in the row can violate a constraint, so the only way it
+/// fails is an I/O error, which ends the transaction either way.
+pub fn insert_one(
+    tx: &Connection,
+    scope: &str,
+    key: &str,
+    now_ms: i64,
+    topic: &str,
+    payload: &[u8],
+) -> Result<i64, DbError> {
+    tx.prepare_cached(
+        "INSERT OR ROLLBACK INTO sendonce_outbox (scope, idem_key, topic, payload, created_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![scope, key, topic, payload, now_ms])?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// Whether any event waits to be published (a read: an idle relay's poll opens no write).
+pub fn any_unpublished(conn: &Connection) -> Result<bool, DbError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM sendonce_outbox WHERE published_at_ms IS NULL)",
+        )?
+        .query_row([], |r| r.get(0))?)
 }
 
 /// Up to `limit` unpublished events, oldest first, as `(event_id, event)`.
@@ -70,5 +97,81 @@ pub fn mark_published(conn: &Connection, ids: &[i64], now_ms: i64) -> Result<(),
     for id in ids {
         st.execute(params![id, now_ms])?;
     }
+    Ok(())
+}
+
+/// Marks every unpublished event up to `last` published: one range for a batch read with
+/// [`unpublished`] and delivered in the same transaction (it holds every unpublished event up
+/// to `last`, in order).
+pub fn mark_through(conn: &Connection, last: i64, now_ms: i64) -> Result<usize, DbError> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE sendonce_outbox SET published_at_ms = ?2
+             WHERE published_at_ms IS NULL AND event_id <= ?1",
+        )?
+        .execute(params![last, now_ms])?)
+}
+
+/// Marks every event from `from_event` on unpublished, as a broker replay from an old
+/// offset would; returns how many will be delivered again (their consumers' inboxes make the
+/// second delivery a no-op).
+pub fn replay_from(conn: &Connection, from_event: i64) -> Result<usize, DbError> {
+    Ok(conn.execute(
+        "UPDATE sendonce_outbox SET published_at_ms = NULL WHERE event_id >= ?1",
+        params![from_event],
+    )?)
+}
+
+/// How many events the outbox holds, and how many of them wait to be published.
+pub fn counts(conn: &Connection) -> Result<(i64, i64), DbError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT COUNT(*), COUNT(*) FILTER (WHERE published_at_ms IS NULL) FROM sendonce_outbox",
+        )?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?)
+}
+
+/// Removes up to `chunk` published events written before `before_ms`, oldest first (the caller
+/// repeats while a chunk was full). Only the oldest ids are looked at (a primary-key range,
+/// never a scan), so a trim costs the same however large the table is; an unpublished event
+/// is never removed, and the newest event always stays, so "its event left the outbox" can be
+/// read as "its id is below the smallest id still there" (see [`super::inbox::trim`]).
+pub fn trim(conn: &Connection, before_ms: i64, chunk: i64) -> Result<usize, DbError> {
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM sendonce_outbox
+             WHERE event_id IN (SELECT event_id FROM sendonce_outbox ORDER BY event_id LIMIT ?2)
+               AND published_at_ms IS NOT NULL AND created_at_ms < ?1
+               AND event_id < (SELECT MAX(event_id) FROM sendonce_outbox)",
+        )?
+        .execute(params![before_ms, chunk])?)
+}
+
+/// Moves one event in from an older outbox table, keeping its id (the inboxes know it by it)
+/// and whether it was published (`AUTOINCREMENT` moves past it, so a new event never takes an
+/// id an inbox already holds). For an application's one-time migration, in its transaction.
+pub fn import(
+    conn: &Connection,
+    event_id: i64,
+    scope: &str,
+    key: &str,
+    event: &Event,
+    created_at_ms: i64,
+    published_at_ms: Option<i64>,
+) -> Result<(), DbError> {
+    conn.execute(
+        "INSERT INTO sendonce_outbox (event_id, scope, idem_key, topic, payload, created_at_ms,
+                                      published_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (event_id) DO NOTHING",
+        params![
+            event_id,
+            scope,
+            key,
+            event.topic,
+            event.payload,
+            created_at_ms,
+            published_at_ms
+        ],
+    )?;
     Ok(())
 }
