@@ -96,7 +96,7 @@ impl Operation<SqliteKeys> for Hooked {
     }
 
     fn work(&self, fence: &Fence, (amount, _): (i64, i64), step: ()) -> Work {
-        self.pay.work(fence, amount, step)
+        Operation::<SqliteKeys>::work(&self.pay, fence, amount, step)
     }
 }
 

@@ -65,8 +65,15 @@ impl<S: Reap> Engine<S> {
     ) -> Result<Pass, DbError> {
         let mut pass = Pass::default();
         for stuck in self.store.stuck(duration_ms(lock_timeout)).await? {
+            let mut resolved = self.resolve(op, &stuck).await;
+            // A connection lost mid-call (a cut, a failover) left the key as it was or
+            // resolved by this very call — fenced either way — so it is asked once more now,
+            // on a fresh connection, rather than a whole interval later.
+            if matches!(&resolved, Err(e) if e.is_connection_lost()) {
+                resolved = self.resolve(op, &stuck).await;
+            }
             // One key that cannot be resolved now must not hold up the others.
-            match self.resolve(op, &stuck).await {
+            match resolved {
                 Ok(Resolved::Finished) => pass.finished += 1,
                 Ok(Resolved::Completed) => pass.completed += 1,
                 Ok(Resolved::Released) => pass.released += 1,

@@ -36,6 +36,19 @@ pub enum DbError {
 }
 
 impl DbError {
+    /// Whether the connection to the database was lost (closed, reset, or never made) rather
+    /// than the database answering: the call's fate is unknown, and the same fenced call on
+    /// another connection may well succeed at once.
+    pub fn is_connection_lost(&self) -> bool {
+        match self {
+            DbError::Postgres(e) => {
+                e.is_closed()
+                    || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+            }
+            _ => false,
+        }
+    }
+
     /// Whether this is SQLite's disk running full, however it was reported.
     pub fn is_disk_full(&self) -> bool {
         match self {
@@ -63,7 +76,8 @@ impl DbError {
     /// the same key will do — the writer's queue is full, no pooled connection came free,
     /// SQLite's disk is full, PostgreSQL gave up waiting (a lock or statement timeout, a
     /// session it ended: the transaction rolled back, or — a session lost during its COMMIT
-    /// — its outcome is for the retry with the same key to find); else 500
+    /// — its outcome is for the retry with the same key to find), the connection lost
+    /// ([`DbError::is_connection_lost`], the same); else 500
     /// ([`Problem::internal`], the cause logged, never sent).
     pub fn into_problem(self) -> Problem {
         match self {
@@ -72,6 +86,13 @@ impl DbError {
                 Problem::busy()
             }
             DbError::Busy | DbError::Conflict(_) => Problem::busy(),
+            // A connection reset or refused (a network cut, a failover): the transaction
+            // rolled back, or — lost during its COMMIT — its outcome is the key row's, for the
+            // retry with the same key to find.
+            ref lost if lost.is_connection_lost() => {
+                tracing::warn!(%self, "the database connection was lost; answering 503");
+                Problem::busy()
+            }
             // The transaction rolled back, nothing of it is stored, and the same request
             // succeeds once space returns.
             ref full if full.is_disk_full() => {

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, HeaderValue};
 use rusqlite::Connection;
 use sendonce_server::engine::Recovery;
 use sendonce_server::store::sqlite::{Db, SqliteKeys, Work};
-use sendonce_server::store::{DbError, Fence, Stuck};
+use sendonce_server::store::{Claims, DbError, Fence, Stuck};
 use sendonce_server::{Engine, Operation, Outcome, Problem, Request};
 use tokio::sync::Notify;
 
@@ -35,7 +35,8 @@ pub struct Pay {
     pub recovery: AtomicU8,
 }
 
-impl Operation<SqliteKeys> for Pay {
+// Any store whose unit of work is SQLite's (the tests' wrappers of `SqliteKeys` too).
+impl<S: Claims<Work = Work>> Operation<S> for Pay {
     type Input = i64;
     type Step = ();
 
@@ -64,7 +65,10 @@ impl Operation<SqliteKeys> for Pay {
     async fn recover(&self, stuck: &Stuck) -> Result<Recovery<i64, ()>, Problem> {
         Ok(match self.recovery.load(Ordering::SeqCst) {
             0 => Recovery::Release,
-            1 => Recovery::Finish(self.validate(&stuck.fence.scope, &stuck.body).await?, ()),
+            1 => Recovery::Finish(
+                <Self as Operation<S>>::validate(self, &stuck.fence.scope, &stuck.body).await?,
+                (),
+            ),
             _ => Recovery::Hold,
         })
     }
@@ -111,17 +115,7 @@ pub fn request(key: &str, body: &str) -> Request {
 
 impl Fixture {
     pub async fn runs(&self, key: &str) -> i64 {
-        let key = key.to_string();
-        self.db
-            .read(move |c| {
-                Ok(c.query_row(
-                    "SELECT count(*) FROM runs WHERE idem_key = ?1",
-                    [&key],
-                    |r| r.get(0),
-                )?)
-            })
-            .await
-            .unwrap()
+        runs_in(&self.db, key).await
     }
 
     pub async fn events(&self) -> i64 {
@@ -154,21 +148,39 @@ impl Fixture {
     /// A key left `IN_PROGRESS` by a process that died (another instance id) after its
     /// external step: the reaper's case.
     pub async fn orphan(&self, key: &str, body: &str) {
-        let (key, body) = (key.to_string(), body.to_string());
-        let hash = request(&key, &body).hash;
-        let now = sendonce_server::clock::Clock::default().now_ms();
-        let bucket = now / 86_400_000;
-        self.db
-            .call(move |c| {
-                c.execute(
-                    "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, state, lock_id,
-                         locked_at_ms, created_at_ms, bucket, lock_instance, lock_mono_ms, request_body)
-                     VALUES ('u1', ?1, ?2, 'in_progress', 'dead-lock', ?3, ?3, ?4, 'dead', 0, ?5)",
-                    (&key, &hash, now, bucket, body.as_bytes()),
-                )?;
-                Ok(())
-            })
-            .await
-            .unwrap();
+        orphan_in(&self.db, key, body).await
     }
+}
+
+/// How many times the unit of work ran under `key` in `db`.
+pub async fn runs_in(db: &Db, key: &str) -> i64 {
+    let key = key.to_string();
+    db.read(move |c| {
+        Ok(c.query_row(
+            "SELECT count(*) FROM runs WHERE idem_key = ?1",
+            [&key],
+            |r| r.get(0),
+        )?)
+    })
+    .await
+    .unwrap()
+}
+
+/// [`Fixture::orphan`] in any file with the key table.
+pub async fn orphan_in(db: &Db, key: &str, body: &str) {
+    let (key, body) = (key.to_string(), body.to_string());
+    let hash = request(&key, &body).hash;
+    let now = sendonce_server::clock::Clock::default().now_ms();
+    let bucket = now / 86_400_000;
+    db.call(move |c| {
+        c.execute(
+            "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, state, lock_id,
+                 locked_at_ms, created_at_ms, bucket, lock_instance, lock_mono_ms, request_body)
+             VALUES ('u1', ?1, ?2, 'in_progress', 'dead-lock', ?3, ?3, ?4, 'dead', 0, ?5)",
+            (&key, &hash, now, bucket, body.as_bytes()),
+        )?;
+        Ok(())
+    })
+    .await
+    .unwrap();
 }
