@@ -8,7 +8,7 @@ use rusqlite::Connection;
 use crate::consumers::{Consumer, TransferDone};
 use crate::ledger::TransferRecord;
 use sendonce_server::store::sqlite::outbox;
-use sendonce_server::store::DbError;
+use sendonce_server::store::{DbError, ImportedEvent};
 use sendonce_server::Event;
 
 /// Events handled per database call, so other requests get the connection in between.
@@ -60,4 +60,29 @@ pub(crate) fn decode(events: &[(i64, Event)]) -> Vec<(i64, TransferDone)> {
             }
         })
         .collect()
+}
+
+/// An event of the outbox table server-mock had before the library's (its `kind`, JSON
+/// `payload` and whether it was `published`), as the library's outbox keeps it: the key that
+/// wrote it is read from the event itself. The migrations of both stores move them in.
+pub(crate) fn imported(
+    event_id: i64,
+    kind: String,
+    payload: String,
+    created_at_ms: i64,
+    published: bool,
+) -> ImportedEvent {
+    let v: serde_json::Value = serde_json::from_str(&payload).unwrap_or_default();
+    let field = |name: &str| v[name].as_str().unwrap_or_default().to_string();
+    ImportedEvent {
+        event_id,
+        scope: field("from_user_id"),
+        key: field("idempotency_key"),
+        event: Event {
+            topic: kind,
+            payload: payload.into_bytes(),
+        },
+        created_at_ms,
+        published_at_ms: published.then_some(created_at_ms),
+    }
 }

@@ -110,7 +110,7 @@ pub trait Operation<S: Claims>: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Self::Step, Problem>> + Send;
 
     /// The unit of work for the commit: runs only while the fence holds, inside the
-    /// transaction that stores its [`crate::Outcome`] under the key.
+    /// transaction that stores its [`crate::outcome::Outcome`] under the key.
     fn work(&self, fence: &Fence, input: Self::Input, step: Self::Step) -> S::Work;
 
     /// The reaper's question for a key whose holder died or stalled past its lease: did

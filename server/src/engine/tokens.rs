@@ -6,9 +6,8 @@
 use sha2::{Digest, Sha256};
 
 use super::service::Authenticate;
-use crate::params;
 use crate::problem::Problem;
-use crate::store::sql::Sql;
+use crate::store::sql::{Sql, Value};
 
 /// How a token is stored: its SHA-256. Store this when you issue a token; [`TokenTable`]
 /// looks tokens up by it.
@@ -35,7 +34,9 @@ impl<S> TokenTable<S> {
 
 impl<S: Sql + Clone> Authenticate for TokenTable<S> {
     async fn principal(&self, token: &str) -> Result<Option<String>, Problem> {
-        let row = self.db.query_opt(self.query, params![token_hash(token)]);
+        let row = self
+            .db
+            .query_opt(self.query, vec![Value::from(token_hash(token))]);
         Ok(row.await?.map(|r| r.text(0)).transpose()?)
     }
 }

@@ -196,4 +196,39 @@ impl RelayRound {
             failed: Some(why),
         }
     }
+
+    /// The middle of every store's round: the claimed `events` handed to `publish`. `Ok` is
+    /// the acknowledged ids, for the store to mark; `Err` is the round's whole answer when
+    /// there is nothing to mark (nothing claimed, or the publish failed).
+    pub async fn hand_over(
+        events: Vec<(i64, Event)>,
+        publish: Publishing<'_>,
+    ) -> Result<Vec<i64>, RelayRound> {
+        let claimed = events.len();
+        if claimed == 0 {
+            return Err(RelayRound::default());
+        }
+        publish(events)
+            .await
+            .map_err(|why| RelayRound::failed(claimed, why))
+    }
+}
+
+/// An event moved in from an older outbox table by an application's one-time migration
+/// (`sqlite::outbox::import`, `postgres::outbox::import`): it keeps its id, since the inboxes
+/// know it by it, and whether it was published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedEvent {
+    /// Its id in the old table, kept.
+    pub event_id: i64,
+    /// The principal whose key wrote it.
+    pub scope: String,
+    /// The idempotency key that wrote it.
+    pub key: String,
+    /// Its topic and payload.
+    pub event: Event,
+    /// When it was written.
+    pub created_at_ms: i64,
+    /// When it was published, if it was.
+    pub published_at_ms: Option<i64>,
 }

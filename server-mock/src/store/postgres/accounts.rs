@@ -198,14 +198,19 @@ pub(super) async fn sms_page(store: &PgStore, after: i64, limit: i64) -> Result<
     .collect())
 }
 
-/// The test API's counters.
+/// The test API's counters, from one snapshot (a read-only repeatable-read transaction), so
+/// a caller comparing them mid-load never sees a debit without its key or its event; the
+/// four reads go out pipelined on the one connection.
 pub(super) async fn stats(store: &PgStore) -> Result<Stats, DbError> {
-    let client = store.client().await?;
-    let (outbox_rows, outbox_pending) = outbox::counts(&client).await?;
-    let inbox_rows = inbox::count(&client).await?;
-    let (idempotency_keys, keys_in_progress) = keys::counts(&client).await?;
-    let row = opt(
-        &client,
+    let mut client = store.client().await?;
+    let tx = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let counters = opt(
+        &tx,
         "SELECT
             (SELECT COUNT(*) FROM ledger),
             (SELECT COUNT(*) FROM sms),
@@ -217,9 +222,15 @@ pub(super) async fn stats(store: &PgStore) -> Result<Stats, DbError> {
             (SELECT COUNT(*) FROM gateway_authorizations WHERE captured_at_ms IS NOT NULL),
             (SELECT COUNT(*) FROM gateway_voids)",
         &[],
-    )
-    .await?
-    .ok_or_else(|| DbError::Task("stats returned no row".into()))?;
+    );
+    let ((outbox_rows, outbox_pending), inbox_rows, (idempotency_keys, keys_in_progress), row) = tokio::try_join!(
+        outbox::counts(&tx),
+        inbox::count(&tx),
+        keys::counts(&tx),
+        counters
+    )?;
+    let row = row.ok_or_else(|| DbError::Task("stats returned no row".into()))?;
+    tx.commit().await?;
     Ok(Stats {
         idempotency_keys,
         keys_in_progress,

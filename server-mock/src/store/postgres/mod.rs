@@ -42,6 +42,7 @@ mod floor;
 mod gateway;
 mod keys;
 mod ledger;
+mod migrate;
 mod peer;
 mod reaper;
 mod relay;

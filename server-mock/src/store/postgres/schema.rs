@@ -114,7 +114,7 @@ CREATE OR REPLACE TRIGGER ledger_balance_insert AFTER INSERT ON ledger
     FOR EACH ROW EXECUTE FUNCTION ledger_balance();
 
 -- The outbox and the consumers' inbox are the library's (`sendonce_outbox`, `sendonce_inbox`);
--- databases made before keep their events (`migrate_outbox`).
+-- databases made before keep their events (`migrate::outbox`).
 
 CREATE TABLE IF NOT EXISTS sms (
     sms_id        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -165,48 +165,7 @@ pub(super) async fn create(client: &mut deadpool_postgres::Client) -> Result<(),
     tx.batch_execute(outbox::TABLE).await?;
     tx.batch_execute(inbox::TABLE).await?;
     tx.batch_execute(SCHEMA).await?;
-    migrate_outbox(&tx).await?;
+    super::migrate::outbox(&tx).await?;
     tx.commit().await?;
-    Ok(())
-}
-
-/// Moves the events and inbox records of a database made when server-mock had its own
-/// `outbox` and `inbox` tables into the library's, keeping every event id (the inbox records
-/// name them) and whether it was published, then drops the old tables — in the schema's
-/// transaction, so a crash midway leaves the old tables whole for the next start.
-async fn migrate_outbox(tx: &deadpool_postgres::Transaction<'_>) -> Result<(), DbError> {
-    let old = tx
-        .query_one("SELECT to_regclass('outbox') IS NOT NULL", &[])
-        .await?;
-    if !old.get::<_, bool>(0) {
-        return Ok(());
-    }
-    let events = tx
-        .query(
-            "SELECT event_id, kind, payload, created_at_ms, published FROM outbox ORDER BY event_id",
-            &[],
-        )
-        .await?;
-    for r in &events {
-        let (id, at, published): (i64, i64, bool) = (r.get(0), r.get(3), r.get(4));
-        let payload: String = r.get(2);
-        // The key that wrote it, from the event itself (the library's outbox keeps it).
-        let v: serde_json::Value = serde_json::from_str(&payload).unwrap_or_default();
-        let scope = v["from_user_id"].as_str().unwrap_or_default();
-        let key = v["idempotency_key"].as_str().unwrap_or_default();
-        let event = sendonce_server::Event {
-            topic: r.get(1),
-            payload: payload.as_bytes().to_vec(),
-        };
-        outbox::import(tx, id, scope, key, &event, at, published.then_some(at)).await?;
-    }
-    let records = tx
-        .query("SELECT consumer, event_id, processed_at_ms FROM inbox", &[])
-        .await?;
-    for r in &records {
-        inbox::import(tx, r.get(0), r.get(1), r.get(2)).await?;
-    }
-    tx.batch_execute("DROP TABLE outbox; DROP TABLE inbox;")
-        .await?;
     Ok(())
 }

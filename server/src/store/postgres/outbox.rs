@@ -5,7 +5,7 @@ use deadpool_postgres::GenericClient;
 
 use super::{exec, rows};
 use crate::outcome::Event;
-use crate::store::DbError;
+use crate::store::{DbError, ImportedEvent};
 
 /// The outbox table (idempotent DDL).
 pub const TABLE: &str = "
@@ -153,40 +153,38 @@ pub async fn trim<C: GenericClient>(c: &C, before_ms: i64, chunk: i64) -> Result
     Ok(usize::try_from(exec(c, sql, &[&before_ms, &chunk]).await?).unwrap_or(usize::MAX))
 }
 
-/// Moves one event in from an older outbox table, keeping its id (the inboxes know it by it)
-/// and whether it was published; the identity is moved past it, so a new event never takes an
-/// id an inbox already holds. For an application's one-time migration, in its transaction.
-pub async fn import<C: GenericClient>(
-    c: &C,
-    event_id: i64,
-    scope: &str,
-    key: &str,
-    event: &Event,
-    created_at_ms: i64,
-    published_at_ms: Option<i64>,
-) -> Result<(), DbError> {
-    exec(
-        c,
-        "INSERT INTO sendonce_outbox (event_id, scope, idem_key, topic, payload, created_at_ms,
-                                      published_at_ms)
-         OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (event_id) DO NOTHING",
-        &[
-            &event_id,
-            &scope,
-            &key,
-            &event.topic,
-            &event.payload,
-            &created_at_ms,
-            &published_at_ms,
-        ],
-    )
-    .await?;
+/// Moves events in from an older outbox table, each keeping its id and whether it was
+/// published; an id already present is left alone. The identity is then moved past them
+/// once, so a new event never takes an id an inbox already holds. For an application's
+/// one-time migration, in its transaction.
+pub async fn import<C: GenericClient>(c: &C, events: &[ImportedEvent]) -> Result<(), DbError> {
+    let Some(last) = events.iter().map(|e| e.event_id).max() else {
+        return Ok(());
+    };
+    for e in events {
+        exec(
+            c,
+            "INSERT INTO sendonce_outbox (event_id, scope, idem_key, topic, payload,
+                                          created_at_ms, published_at_ms)
+             OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (event_id) DO NOTHING",
+            &[
+                &e.event_id,
+                &e.scope,
+                &e.key,
+                &e.event.topic,
+                &e.event.payload,
+                &e.created_at_ms,
+                &e.published_at_ms,
+            ],
+        )
+        .await?;
+    }
     exec(
         c,
         "SELECT setval(pg_get_serial_sequence('sendonce_outbox', 'event_id'),
                        GREATEST($1, (SELECT COALESCE(MAX(event_id), 1) FROM sendonce_outbox)))",
-        &[&event_id],
+        &[&last],
     )
     .await?;
     Ok(())

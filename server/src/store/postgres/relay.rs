@@ -29,12 +29,9 @@ pub async fn round(
         .await?;
     let events = outbox::claim(&tx, limit).await?;
     let claimed = events.len();
-    if claimed == 0 {
-        return Ok(RelayRound::default());
-    }
-    let acked = match publish(events).await {
+    let acked = match RelayRound::hand_over(events, publish).await {
         Ok(acked) => acked,
-        Err(e) => return Ok(RelayRound::failed(claimed, e)),
+        Err(round) => return Ok(round),
     };
     outbox::mark_published(&tx, &acked, now_ms).await?;
     tx.commit().await?;

@@ -4,7 +4,7 @@
 use rusqlite::{params, Connection};
 
 use crate::outcome::Event;
-use crate::store::DbError;
+use crate::store::{DbError, ImportedEvent};
 
 /// The outbox table (idempotent DDL).
 pub fn create(conn: &Connection) -> Result<(), DbError> {
@@ -147,31 +147,26 @@ pub fn trim(conn: &Connection, before_ms: i64, chunk: i64) -> Result<usize, DbEr
         .execute(params![before_ms, chunk])?)
 }
 
-/// Moves one event in from an older outbox table, keeping its id (the inboxes know it by it)
-/// and whether it was published (`AUTOINCREMENT` moves past it, so a new event never takes an
-/// id an inbox already holds). For an application's one-time migration, in its transaction.
-pub fn import(
-    conn: &Connection,
-    event_id: i64,
-    scope: &str,
-    key: &str,
-    event: &Event,
-    created_at_ms: i64,
-    published_at_ms: Option<i64>,
-) -> Result<(), DbError> {
-    conn.execute(
+/// Moves events in from an older outbox table, each keeping its id and whether it was
+/// published (`AUTOINCREMENT` moves past them, so a new event never takes an id an inbox
+/// already holds); an id already present is left alone. For an application's one-time
+/// migration, in its transaction.
+pub fn import(conn: &Connection, events: &[ImportedEvent]) -> Result<(), DbError> {
+    let mut insert = conn.prepare(
         "INSERT INTO sendonce_outbox (event_id, scope, idem_key, topic, payload, created_at_ms,
                                       published_at_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (event_id) DO NOTHING",
-        params![
-            event_id,
-            scope,
-            key,
-            event.topic,
-            event.payload,
-            created_at_ms,
-            published_at_ms
-        ],
     )?;
+    for e in events {
+        insert.execute(params![
+            e.event_id,
+            e.scope,
+            e.key,
+            e.event.topic,
+            e.event.payload,
+            e.created_at_ms,
+            e.published_at_ms
+        ])?;
+    }
     Ok(())
 }

@@ -24,12 +24,9 @@ pub async fn round(
     let _claimed = one_at_a_time.lock().await;
     let events = db.read(move |c| outbox::unpublished(c, limit)).await?;
     let claimed = events.len();
-    if claimed == 0 {
-        return Ok(RelayRound::default());
-    }
-    let acked = match publish(events).await {
+    let acked = match RelayRound::hand_over(events, publish).await {
         Ok(acked) => acked,
-        Err(e) => return Ok(RelayRound::failed(claimed, e)),
+        Err(round) => return Ok(round),
     };
     let marked = acked.len();
     db.write(Durability::Normal, move |c| {
