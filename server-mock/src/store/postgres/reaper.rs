@@ -4,13 +4,11 @@
 //! holding a row (a cut connection the server has not noticed yet) delays that key to the
 //! next pass instead of holding the whole pass up — and expiry.
 
-use std::time::{Duration, Instant};
-
 use super::{commit, gateway, in_transaction, keys, PgStore};
 use crate::ledger::decide::Rules;
 use crate::ledger::TransferRecord;
 use crate::store::Stuck;
-use sendonce_server::store::postgres::{heartbeat, keys as lib_keys, lease, partitions};
+use sendonce_server::store::postgres::{heartbeat, keys as lib_keys, partitions};
 use sendonce_server::store::DbError;
 use sendonce_server::Answer;
 
@@ -40,26 +38,7 @@ pub(super) async fn stuck_keys(
     lock_timeout_ms: i64,
 ) -> Result<Vec<Stuck>, DbError> {
     let client = store.client().await?;
-    let timeout = Duration::from_millis(u64::try_from(lock_timeout_ms).unwrap_or(0));
-    let me = (&store.observer, &*store.instance.id);
-    let holders = heartbeat::holders(&client, me, Instant::now(), timeout).await?;
-    let my_mono = store.instance.mono_ms();
-    let candidates = lib_keys::in_progress(&client).await?;
-    Ok(candidates
-        .into_iter()
-        .filter(|(instance, lock_mono, _)| {
-            let mine = &store.instance.id;
-            lease::expired(
-                instance,
-                *lock_mono,
-                mine,
-                my_mono,
-                &holders,
-                lock_timeout_ms,
-            )
-        })
-        .map(|(_, _, stuck)| stuck)
-        .collect())
+    lib_keys::stuck(&client, &store.instance, &store.observer, lock_timeout_ms).await
 }
 
 /// Whether the stuck key left a trace: a debit under it, or a live authorisation (voided

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use deadpool_postgres::{Pool, Transaction};
 use tokio_postgres::IsolationLevel;
@@ -172,26 +172,8 @@ impl Reap for PgKeys {
     fn stuck(&self, lock_timeout_ms: i64) -> Fut<'_, Vec<Stuck>> {
         Box::pin(async move {
             let client = self.pool().get().await?;
-            let me = &self.inner.instance;
-            let timeout = Duration::from_millis(u64::try_from(lock_timeout_ms).unwrap_or(0));
-            let observer = (&self.inner.observer, &*me.id);
-            let holders = heartbeat::holders(&client, observer, Instant::now(), timeout).await?;
-            let my_mono = me.mono_ms();
-            Ok(keys::in_progress(&client)
-                .await?
-                .into_iter()
-                .filter(|(holder, lock_mono, _)| {
-                    lease::expired(
-                        holder,
-                        *lock_mono,
-                        &me.id,
-                        my_mono,
-                        &holders,
-                        lock_timeout_ms,
-                    )
-                })
-                .map(|(_, _, stuck)| stuck)
-                .collect())
+            let (me, observer) = (&self.inner.instance, &self.inner.observer);
+            keys::stuck(&client, me, observer, lock_timeout_ms).await
         })
     }
 

@@ -4,12 +4,15 @@
 //! claim with reads of its own in one statement around `sendonce_claim_key` (server-mock
 //! reads the balance that way).
 
+use std::time::{Duration, Instant};
+
 use deadpool_postgres::{GenericClient, Pool};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Row;
 
-use super::{exec, opt, partitions, sqlstate};
+use super::{exec, heartbeat, lease, opt, partitions, sqlstate};
 use crate::decision::{Claim, Existing, KeyRow};
+use crate::lease::Instance;
 use crate::store::{DbError, Fence, NewKey, Stuck};
 
 /// Serialises every insert of one (user, key) across partitions: a key retried across
@@ -187,6 +190,36 @@ pub async fn close<C: GenericClient>(
     } else {
         read(tx, scope, key).await?
     })
+}
+
+/// Keys `IN_PROGRESS` whose lease ran out, as `me` judges it: by their holder's monotonic
+/// time (`lock_timeout_ms` of it) or a holder whose heartbeat `observer` saw stop. What
+/// [`crate::store::Reap::stuck`] answers on PostgreSQL, for the library's store and an
+/// application's own alike.
+pub async fn stuck<C: GenericClient>(
+    c: &C,
+    me: &Instance,
+    observer: &lease::Observer,
+    lock_timeout_ms: i64,
+) -> Result<Vec<Stuck>, DbError> {
+    let timeout = Duration::from_millis(u64::try_from(lock_timeout_ms).unwrap_or(0));
+    let holders = heartbeat::holders(c, (observer, &*me.id), Instant::now(), timeout).await?;
+    let my_mono = me.mono_ms();
+    Ok(in_progress(c)
+        .await?
+        .into_iter()
+        .filter(|(holder, lock_mono, _)| {
+            lease::expired(
+                holder,
+                *lock_mono,
+                &me.id,
+                my_mono,
+                &holders,
+                lock_timeout_ms,
+            )
+        })
+        .map(|(_, _, stuck)| stuck)
+        .collect())
 }
 
 /// Every key `IN_PROGRESS` with its holder's instance and lease, for the reaper to judge
